@@ -1,0 +1,36 @@
+"""Data-plane authentication: the first middleware of the inference chain."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+
+from accounts.keys import hash_key
+from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
+from gateway_project.api.errors import GatewayError
+from gateway_project.policy_cache import PolicyCache, current_policy_version
+from inference.pipeline.context import Context
+
+_principals = PolicyCache("principals")
+_load_principal = sync_to_async(load_principal, thread_sensitive=True)
+
+
+class KeyAuthMiddleware:
+    """`Authorization: Bearer <key>` → ctx.principal (401 when missing, unknown, disabled or expired).
+
+    Also reads the policy version once for the whole request (ctx.policy_version); every later cached
+    lookup of the request uses it.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        raw_key = raw_key_from_header(ctx.headers.get("authorization"))
+        ctx.policy_version = await current_policy_version()
+        key_hash = hash_key(raw_key)
+        principal = await _principals.get(ctx.policy_version, key_hash, lambda: _load_principal(key_hash))
+        if principal is None:
+            raise GatewayError(401, INVALID_KEY)
+        principal.check_usable()
+        ctx.principal = principal
+        await self.get_response(ctx)

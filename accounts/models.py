@@ -1,0 +1,154 @@
+"""Organizations, their users, workspaces and API keys."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+DEFAULT_GUARDRAIL_NAMESPACE = uuid.UUID("6f1c2a7e-3b0d-4c55-9d55-0b9a2f1e6a10")
+
+
+def default_guardrail_id_for(workspace_id: uuid.UUID) -> uuid.UUID:
+    """The id of a workspace's default guardrail, derived deterministically from the workspace id."""
+    return uuid.uuid5(DEFAULT_GUARDRAIL_NAMESPACE, str(workspace_id))
+
+
+class TimestampedModel(models.Model):
+    """UUID primary key plus creation and update times."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Organization(TimestampedModel):
+    """An account: owns workspaces, members (users) and API keys. Everything a key sees is scoped to it."""
+
+    name = models.CharField(max_length=200)
+    default_workspace = models.ForeignKey(
+        "accounts.Workspace", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class OrgRole(models.TextChoices):
+    ADMIN = "org:admin", "Organization admin"
+    MEMBER = "org:member", "Organization member"
+
+
+class User(AbstractUser):
+    """A person: Django's user model with a UUID id, an organization and an organization role."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(
+        Organization, null=True, blank=True, on_delete=models.CASCADE, related_name="members"
+    )
+    org_role = models.CharField(max_length=20, choices=OrgRole.choices, default=OrgRole.MEMBER)
+
+    class Meta:
+        ordering = ["date_joined"]
+
+
+class Workspace(TimestampedModel):
+    """A unit of an organization that owns keys, guardrails, presets, destinations and budgets."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="workspaces")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100)
+    description = models.TextField(null=True, blank=True)
+    include_byok_in_budgets = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="workspace_slug_unique_per_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.slug})"
+
+    @property
+    def default_guardrail_id(self) -> uuid.UUID:
+        return default_guardrail_id_for(self.id)
+
+
+class WorkspaceRole(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+
+
+class WorkspaceMember(models.Model):
+    """A user's membership of a workspace, with a role."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="workspace_memberships")
+    role = models.CharField(max_length=10, choices=WorkspaceRole.choices, default=WorkspaceRole.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "user"], name="workspace_member_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+
+class LimitReset(models.TextChoices):
+    DAILY = "daily", "Daily"
+    WEEKLY = "weekly", "Weekly"
+    MONTHLY = "monthly", "Monthly"
+
+
+class ApiKey(TimestampedModel):
+    """An API key. Only the SHA-256 of the raw key (`hash`, its public id) is stored."""
+
+    hash = models.CharField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    label = models.CharField(max_length=64)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_keys")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    creator = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="api_keys")
+    is_management = models.BooleanField(default=False)
+    disabled = models.BooleanField(default=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    limit = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    limit_reset = models.CharField(max_length=10, choices=LimitReset.choices, null=True, blank=True)
+    include_byok_in_limit = models.BooleanField(default=False)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(limit__isnull=True) | models.Q(limit__gte=0), name="api_key_limit_not_negative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.label})"
+
+
+class PolicyVersion(models.Model):
+    """A single counter bumped whenever data the data plane caches (keys, policies, prices) changes.
+
+    Used by gateway_project.policy_cache when no Redis is configured; with Redis the counter lives there.
+    """
+
+    name = models.CharField(max_length=50, primary_key=True)
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.version}"

@@ -1,0 +1,74 @@
+"""Reads of the accounts app."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import DecimalField, Q, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from accounts.models import ApiKey, Workspace
+from gateway_project.api.errors import GatewayError
+from gateway_project.periods import period_start
+
+USAGE_FIELDS = (
+    "usage",
+    "usage_daily",
+    "usage_weekly",
+    "usage_monthly",
+    "byok_usage",
+    "byok_usage_daily",
+    "byok_usage_weekly",
+    "byok_usage_monthly",
+)
+
+
+def workspace_get(*, organization_id: uuid.UUID, id_or_slug: str) -> Workspace:
+    """A workspace of the organization by uuid or slug, or 404."""
+    queryset = Workspace.objects.filter(organization_id=organization_id)
+    try:
+        workspace_id = uuid.UUID(str(id_or_slug))
+    except ValueError:
+        workspace = queryset.filter(slug=id_or_slug).first()
+    else:
+        workspace = queryset.filter(id=workspace_id).first()
+    if workspace is None:
+        raise GatewayError(404, "Workspace not found")
+    return workspace
+
+
+def _usage_aggregates(now: datetime) -> dict:
+    zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
+    windows = {"": None, "_daily": "daily", "_weekly": "weekly", "_monthly": "monthly"}
+    aggregates = {}
+    for suffix, interval in windows.items():
+        time_q = Q(created_at__gte=period_start(interval, now)) if interval else Q()
+        aggregates[f"usage{suffix}"] = Coalesce(Sum("cost", filter=time_q & Q(is_byok=False)), zero)
+        aggregates[f"byok_usage{suffix}"] = Coalesce(Sum("cost", filter=time_q & Q(is_byok=True)), zero)
+    return aggregates
+
+
+def usage_by_key(key_hashes: list[str], now: datetime | None = None) -> dict[str, dict[str, Decimal]]:
+    """Spend (USD) of each key, all time and in the current day/week/month, platform and BYOK apart."""
+    from inference.models import Generation
+
+    now = now or timezone.now()
+    rows = Generation.objects.filter(key_hash__in=key_hashes).values("key_hash").annotate(**_usage_aggregates(now))
+    result = {h: dict.fromkeys(USAGE_FIELDS, Decimal(0)) for h in key_hashes}
+    for row in rows:
+        result[row.pop("key_hash")] = row
+    return result
+
+
+def limit_remaining(api_key: ApiKey, usage: dict[str, Decimal]) -> Decimal | None:
+    """What is left of the key's own limit in its current reset interval (None without a limit)."""
+    if api_key.limit is None:
+        return None
+    suffix = {"daily": "_daily", "weekly": "_weekly", "monthly": "_monthly"}.get(api_key.limit_reset or "", "")
+    spent = usage[f"usage{suffix}"]
+    if api_key.include_byok_in_limit:
+        spent += usage[f"byok_usage{suffix}"]
+    return max(api_key.limit - spent, Decimal(0))

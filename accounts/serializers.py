@@ -1,0 +1,147 @@
+"""Shapes of the accounts endpoints: keys, workspaces, members."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from accounts.models import ApiKey, LimitReset, User, Workspace, WorkspaceMember, WorkspaceRole
+from accounts.selectors import USAGE_FIELDS, limit_remaining
+from gateway_project.api.serializers import GatewayModelSerializer, TimestampField
+
+
+class ApiKeySerializer(GatewayModelSerializer):
+    """A key as the API shows it: never the raw key, only its hash and masked label."""
+
+    workspace_id = serializers.UUIDField(read_only=True)
+    creator_user_id = serializers.UUIDField(source="creator_id", read_only=True, allow_null=True)
+    is_management_key = serializers.BooleanField(source="is_management", read_only=True)
+    limit = serializers.FloatField(read_only=True, allow_null=True)
+    limit_remaining = serializers.SerializerMethodField()
+    usage = serializers.SerializerMethodField()
+    usage_daily = serializers.SerializerMethodField()
+    usage_weekly = serializers.SerializerMethodField()
+    usage_monthly = serializers.SerializerMethodField()
+    byok_usage = serializers.SerializerMethodField()
+    byok_usage_daily = serializers.SerializerMethodField()
+    byok_usage_weekly = serializers.SerializerMethodField()
+    byok_usage_monthly = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiKey
+        fields = [
+            "hash",
+            "name",
+            "label",
+            "disabled",
+            "is_management_key",
+            "workspace_id",
+            "creator_user_id",
+            "limit",
+            "limit_remaining",
+            "limit_reset",
+            "include_byok_in_limit",
+            *USAGE_FIELDS,
+            "expires_at",
+            "last_used_at",
+            "created_at",
+            "updated_at",
+        ]
+
+    def _usage(self, obj: ApiKey) -> dict:
+        return self.context["usage"][obj.hash]
+
+    def get_limit_remaining(self, obj: ApiKey) -> float | None:
+        remaining = limit_remaining(obj, self._usage(obj))
+        return None if remaining is None else float(remaining)
+
+    def get_usage(self, obj) -> float:
+        return float(self._usage(obj)["usage"])
+
+    def get_usage_daily(self, obj) -> float:
+        return float(self._usage(obj)["usage_daily"])
+
+    def get_usage_weekly(self, obj) -> float:
+        return float(self._usage(obj)["usage_weekly"])
+
+    def get_usage_monthly(self, obj) -> float:
+        return float(self._usage(obj)["usage_monthly"])
+
+    def get_byok_usage(self, obj) -> float:
+        return float(self._usage(obj)["byok_usage"])
+
+    def get_byok_usage_daily(self, obj) -> float:
+        return float(self._usage(obj)["byok_usage_daily"])
+
+    def get_byok_usage_weekly(self, obj) -> float:
+        return float(self._usage(obj)["byok_usage_weekly"])
+
+    def get_byok_usage_monthly(self, obj) -> float:
+        return float(self._usage(obj)["byok_usage_monthly"])
+
+
+class _KeyLimitFields(serializers.Serializer):
+    name = serializers.CharField(min_length=1, max_length=200)
+    disabled = serializers.BooleanField(required=False)
+    limit = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0, required=False, allow_null=True)
+    limit_reset = serializers.ChoiceField(choices=LimitReset.choices, required=False, allow_null=True)
+    include_byok_in_limit = serializers.BooleanField(required=False)
+    expires_at = TimestampField(required=False, allow_null=True)
+
+
+class ApiKeyCreateSerializer(_KeyLimitFields):
+    """POST /keys."""
+
+    workspace_id = serializers.CharField(required=False, min_length=1, help_text="Workspace uuid or slug")
+    is_management = serializers.BooleanField(required=False, default=False)
+    creator_user_id = serializers.UUIDField(required=False, allow_null=True)
+
+
+class ApiKeyUpdateSerializer(_KeyLimitFields):
+    """PATCH /keys/{hash}: only the fields present change."""
+
+
+class ApiKeyCreatedSerializer(serializers.Serializer):
+    """201 of POST /keys: the record and, once, the raw key."""
+
+    data = ApiKeySerializer(read_only=True)
+    key = serializers.CharField(read_only=True)
+
+
+class WorkspaceSerializer(GatewayModelSerializer):
+    default_guardrail_id = serializers.UUIDField(read_only=True)
+
+    class Meta:
+        model = Workspace
+        fields = ["id", "name", "slug", "description", "default_guardrail_id", "created_at", "updated_at"]
+
+
+class WorkspaceWriteSerializer(serializers.Serializer):
+    """POST /workspaces (name required) and PATCH /workspaces/{id} (all optional)."""
+
+    name = serializers.CharField(min_length=1, max_length=200)
+    slug = serializers.SlugField(min_length=1, max_length=100, required=False)
+    description = serializers.CharField(max_length=1000, required=False, allow_null=True, allow_blank=True)
+
+
+class WorkspaceMemberSerializer(GatewayModelSerializer):
+    user_id = serializers.UUIDField(read_only=True)
+    workspace_id = serializers.UUIDField(read_only=True)
+    username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True)
+
+    class Meta:
+        model = WorkspaceMember
+        fields = ["user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
+
+
+class WorkspaceMembersChangeSerializer(serializers.Serializer):
+    """POST /workspaces/{id}/members/add|remove."""
+
+    user_ids = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=100)
+    role = serializers.ChoiceField(choices=WorkspaceRole.choices, required=False, default=WorkspaceRole.MEMBER)
+
+
+class UserSerializer(GatewayModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "org_role", "is_active"]

@@ -1,0 +1,86 @@
+"""Django middleware that keeps every failure under /api/ in the error envelope.
+
+DRF views already answer with the envelope (gateway_project.api.errors). This middleware covers what
+happens outside them: unknown paths (404), bodies over GATEWAY_MAX_BODY_BYTES (413, checked before the
+body is read), unhandled exceptions (500, logged, no traceback in the body) and any other non-JSON error
+response Django itself produces.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from gateway_project.api.errors import GatewayError, error_envelope
+
+logger = logging.getLogger("gateway.errors")
+
+API_PREFIX = "/api/"
+
+
+def envelope_response(error: GatewayError) -> JsonResponse:
+    """A JsonResponse carrying `error` in the envelope, with its extra headers."""
+    response = JsonResponse(error.envelope(), status=error.status)
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+class ErrorEnvelopeMiddleware:
+    """Outermost Django middleware of the management plane."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        too_big = self._content_length(request) > settings.GATEWAY_MAX_BODY_BYTES
+        if too_big:
+            return envelope_response(GatewayError(413))
+        response = self.get_response(request)
+        if response.status_code >= 400 and not self._is_json(response):
+            return envelope_response(GatewayError(response.status_code))
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIX):
+            return None
+        if isinstance(exception, GatewayError):
+            return envelope_response(exception)
+        if isinstance(exception, RequestDataTooBig):
+            return envelope_response(GatewayError(413))
+        logger.exception("Unhandled error on %s %s", request.method, request.path, exc_info=exception)
+        return envelope_response(GatewayError(500))
+
+    @staticmethod
+    def _content_length(request: HttpRequest) -> int:
+        try:
+            return int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return 0
+
+    @staticmethod
+    def _is_json(response: HttpResponse) -> bool:
+        if not response.get("Content-Type", "").startswith("application/json"):
+            return False
+        if getattr(response, "streaming", False):
+            return True
+        try:
+            return "error" in json.loads(response.content or b"{}")
+        except ValueError:
+            return False
+
+
+def not_found_view(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """handler404: unknown paths answer in the envelope."""
+    return JsonResponse(error_envelope(404), status=404)
+
+
+def server_error_view(request: HttpRequest) -> JsonResponse:
+    """handler500: unhandled errors answer in the envelope, without a traceback."""
+    return JsonResponse(error_envelope(500), status=500)

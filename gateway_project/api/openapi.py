@@ -1,0 +1,55 @@
+"""OpenAPI (drf-spectacular) additions: the error envelope on every operation."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+from gateway_project.api.errors import DEFAULT_MESSAGES
+
+ERROR_ENVELOPE = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "integer", "description": "Equals the HTTP status."},
+                "message": {"type": "string"},
+                "metadata": {"type": "object", "additionalProperties": True},
+            },
+        },
+        "service_metadata": {"type": "object", "nullable": True, "additionalProperties": True},
+        "user_id": {"type": "string", "nullable": True},
+    },
+}
+
+COMMON_ERRORS = ("400", "401", "403", "404", "405", "413", "429", "500")
+
+
+def add_error_responses(result, generator, request, public):
+    """Postprocessing hook: declare ErrorEnvelope and reference it for every error status of every operation."""
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components["ErrorEnvelope"] = ERROR_ENVELOPE
+    ref = {"$ref": "#/components/schemas/ErrorEnvelope"}
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            responses = operation.setdefault("responses", {})
+            for code in COMMON_ERRORS:
+                responses.setdefault(
+                    code,
+                    {"description": DEFAULT_MESSAGES[int(code)], "content": {"application/json": {"schema": ref}}},
+                )
+    return result
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents `Authorization: Bearer <API key>` for drf-spectacular."""
+
+    target_class = "gateway_project.api.authentication.ApiKeyAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An API key of the organization"}

@@ -1,0 +1,22 @@
+"""ASGI entry point: the data plane's Channels consumers first, Django (management plane, admin) for the rest.
+
+Serve with `uvicorn gateway_project.asgi:application` (production) or daphne via `runserver`.
+"""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import re_path  # noqa: E402
+
+from inference.asgi_routes import http_routes  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": URLRouter([*http_routes, re_path(r"", django_asgi_app)]),
+    }
+)

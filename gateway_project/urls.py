@@ -1,0 +1,26 @@
+"""URL configuration of the management plane (Django + DRF). The data plane's /api/v1/responses is
+routed to its Channels consumer in asgi.py before Django sees it."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+
+API_APPS = ["accounts", "guardrails", "presets", "observability", "byok", "scim", "budgets", "rankings", "inference"]
+
+handler404 = "gateway_project.api.middleware.not_found_view"
+handler500 = "gateway_project.api.middleware.server_error_view"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path(
+        "api/v1/openapi.json",
+        SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[]),
+        name="openapi-schema",
+    ),
+    path(
+        "api/v1/docs",
+        SpectacularSwaggerView.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
+        name="openapi-docs",
+    ),
+    *[path("api/v1/", include(f"{app}.urls")) for app in API_APPS],
+]

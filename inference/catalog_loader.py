@@ -1,0 +1,129 @@
+"""Loading a catalog file (YAML or JSON) into Provider, Model and Endpoint rows (upsert by slug)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.db import transaction
+
+from inference.models import ApiFormat, Endpoint, Model, Provider
+
+PROVIDER_FIELDS = (
+    "name",
+    "api_format",
+    "base_url",
+    "api_key_env",
+    "zdr",
+    "trains_on_data",
+    "publishes_prompts",
+    "regions",
+    "enabled",
+)
+MODEL_FIELDS = (
+    "canonical_slug",
+    "name",
+    "vendor",
+    "public",
+    "input_modalities",
+    "output_modalities",
+    "context_length",
+    "enabled",
+)
+ENDPOINT_FIELDS = (
+    "upstream_model",
+    "is_free",
+    "context_length",
+    "max_output_tokens",
+    "supported_parameters",
+    "enabled",
+)
+PRICE_FIELDS = ("prompt_price", "completion_price", "cached_prompt_price")
+
+
+class CatalogError(ValueError):
+    """A catalog file that cannot be loaded; the message names the entry and field."""
+
+
+@dataclass
+class CatalogSummary:
+    providers: int = 0
+    models: int = 0
+    endpoints: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.providers} providers, {self.models} models, {self.endpoints} endpoints"
+
+
+def read_catalog_file(path: str | Path) -> dict[str, Any]:
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise CatalogError("the catalog must be a mapping with providers, models and endpoints")
+    return data
+
+
+def _require(entry: dict, field: str, where: str) -> Any:
+    if entry.get(field) in (None, ""):
+        raise CatalogError(f"{where}: '{field}' is required")
+    return entry[field]
+
+
+def _price(entry: dict, field: str, where: str) -> Decimal | None:
+    value = entry.get(field)
+    if value is None:
+        return None if field == "cached_prompt_price" else Decimal(0)
+    try:
+        price = Decimal(str(value))
+    except InvalidOperation:
+        raise CatalogError(f"{where}: '{field}' must be a decimal string") from None
+    if price < 0:
+        raise CatalogError(f"{where}: '{field}' must not be negative")
+    return price
+
+
+@transaction.atomic
+def load_catalog(data: dict[str, Any]) -> CatalogSummary:
+    """Upsert every provider, model and endpoint of `data`. All or nothing."""
+    summary = CatalogSummary()
+    formats = set(ApiFormat.values)
+    for i, entry in enumerate(data.get("providers") or []):
+        where = f"providers[{i}]"
+        slug = _require(entry, "slug", where)
+        if _require(entry, "api_format", where) not in formats:
+            raise CatalogError(f"{where}: 'api_format' must be one of {sorted(formats)}")
+        defaults = {f: entry[f] for f in PROVIDER_FIELDS if f in entry}
+        defaults.setdefault("name", slug)
+        Provider.objects.update_or_create(slug=slug, defaults=defaults)
+        summary.providers += 1
+    for i, entry in enumerate(data.get("models") or []):
+        where = f"models[{i}]"
+        slug = _require(entry, "slug", where)
+        defaults = {f: entry[f] for f in MODEL_FIELDS if f in entry}
+        defaults.setdefault("canonical_slug", slug)
+        defaults.setdefault("vendor", slug.split("/", 1)[0])
+        Model.objects.update_or_create(slug=slug, defaults=defaults)
+        summary.models += 1
+    for i, entry in enumerate(data.get("endpoints") or []):
+        where = f"endpoints[{i}]"
+        model = Model.objects.filter(slug=_require(entry, "model", where)).first()
+        if model is None:
+            raise CatalogError(f"{where}: unknown model '{entry['model']}'")
+        provider = Provider.objects.filter(slug=_require(entry, "provider", where)).first()
+        if provider is None:
+            raise CatalogError(f"{where}: unknown provider '{entry['provider']}'")
+        defaults = {f: entry[f] for f in ENDPOINT_FIELDS if f in entry}
+        defaults.setdefault("upstream_model", model.slug.split("/", 1)[-1])
+        for field in PRICE_FIELDS:
+            defaults[field] = _price(entry, field, where)
+        Endpoint.objects.update_or_create(model=model, provider=provider, defaults=defaults)
+        summary.endpoints += 1
+    return summary
+
+
+def load_catalog_file(path: str | Path) -> CatalogSummary:
+    return load_catalog(read_catalog_file(path))

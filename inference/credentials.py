@@ -1,0 +1,31 @@
+"""Which provider keys an attempt on a candidate endpoint is made with, in order.
+
+Routing (inference.routing) asks `credentials_for(ctx, candidate)` for every candidate and tries each
+credential in turn; an authentication failure of one credential moves to the next. The platform key is
+read from the environment variable the catalog names (`api_key_env`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from inference.pipeline.context import Candidate, Context, Credential
+
+
+def platform_credential(candidate: Candidate) -> Credential | None:
+    """The platform key of the candidate's provider, or None when it is not configured."""
+    if candidate.api_format == "echo":
+        return Credential(api_key="", is_byok=False, label="echo")
+    if not candidate.platform_key_env:
+        return None
+    value = os.environ.get(candidate.platform_key_env, "")
+    return Credential(api_key=value, is_byok=False, label="platform") if value else None
+
+
+async def credentials_for(ctx: Context, candidate: Candidate) -> list[Credential]:
+    """The credentials to try for `candidate`, in order. BYOK credentials come first (see byok.routing)."""
+    credentials: list[Credential] = []
+    platform = platform_credential(candidate)
+    if platform is not None:
+        credentials.append(platform)
+    return credentials

@@ -1,0 +1,148 @@
+"""The catalog (providers, models, endpoints) and the Generation record of every inference request."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class ApiFormat(models.TextChoices):
+    OPENAI_RESPONSES = "openai-responses", "OpenAI Responses"
+    OPENAI_CHAT = "openai-chat", "OpenAI Chat Completions"
+    ANTHROPIC_MESSAGES = "anthropic-messages", "Anthropic Messages"
+    ECHO = "echo", "Echo (in-process)"
+
+
+class Provider(models.Model):
+    """An upstream provider: where and how to call it, and its data policy."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=100, unique=True, help_text="Provider id used by routing, guardrails, BYOK")
+    name = models.CharField(max_length=200)
+    api_format = models.CharField(max_length=30, choices=ApiFormat.choices)
+    base_url = models.URLField(max_length=500, blank=True, default="")
+    api_key_env = models.CharField(max_length=100, blank=True, default="", help_text="Env var of the platform key")
+    zdr = models.BooleanField(default=False, help_text="Keeps zero data")
+    trains_on_data = models.BooleanField(default=False)
+    publishes_prompts = models.BooleanField(default=False)
+    regions = models.JSONField(default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Model(models.Model):
+    """A model as clients name it (`vendor/name`), with its canonical slug and modalities."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.CharField(max_length=200, unique=True)
+    canonical_slug = models.CharField(max_length=200, db_index=True)
+    name = models.CharField(max_length=200, blank=True, default="")
+    vendor = models.CharField(max_length=100, db_index=True)
+    public = models.BooleanField(default=True, help_text="Eligible for the rankings dataset")
+    input_modalities = models.JSONField(default=list, blank=True)
+    output_modalities = models.JSONField(default=list, blank=True)
+    context_length = models.PositiveIntegerField(default=0)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Endpoint(models.Model):
+    """One provider serving one model: the upstream model name, prices (USD per token) and limits."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="endpoints")
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="endpoints")
+    upstream_model = models.CharField(max_length=200)
+    prompt_price = models.DecimalField(max_digits=20, decimal_places=12, default=0)
+    completion_price = models.DecimalField(max_digits=20, decimal_places=12, default=0)
+    cached_prompt_price = models.DecimalField(max_digits=20, decimal_places=12, null=True, blank=True)
+    is_free = models.BooleanField(default=False)
+    context_length = models.PositiveIntegerField(null=True, blank=True)
+    max_output_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Output cap of the endpoint")
+    supported_parameters = models.JSONField(default=list, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["model__slug", "provider__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["model", "provider"], name="endpoint_model_provider_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model.slug} @ {self.provider.slug}"
+
+
+class GenerationStatus(models.TextChoices):
+    COMPLETED = "completed", "Completed"
+    INCOMPLETE = "incomplete", "Incomplete"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Generation(models.Model):
+    """The accounting record of one inference request, written even when it failed or was cancelled."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="generations")
+    workspace = models.ForeignKey("accounts.Workspace", null=True, on_delete=models.SET_NULL, related_name="+")
+    api_key = models.ForeignKey("accounts.ApiKey", null=True, on_delete=models.SET_NULL, related_name="+")
+    key_hash = models.CharField(max_length=64, db_index=True)
+    user = models.ForeignKey("accounts.User", null=True, on_delete=models.SET_NULL, related_name="+")
+    session_id = models.CharField(max_length=256, blank=True, default="")
+    requested_model = models.CharField(max_length=200, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="", help_text="Model slug that served")
+    model_permaslug = models.CharField(max_length=220, blank=True, default="")
+    provider = models.CharField(max_length=100, blank=True, default="")
+    endpoint = models.ForeignKey(Endpoint, null=True, on_delete=models.SET_NULL, related_name="+")
+    upstream_id = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(max_length=20, choices=GenerationStatus.choices)
+    finish_reason = models.CharField(max_length=50, blank=True, default="")
+    error_code = models.PositiveIntegerField(null=True, blank=True)
+    error_message = models.TextField(blank=True, default="")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=18, decimal_places=10, default=0)
+    is_byok = models.BooleanField(default=False)
+    streamed = models.BooleanField(default=False)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    ttft_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time to first token")
+    tool_calls = models.PositiveIntegerField(default=0)
+    input_modalities = models.JSONField(default=list, blank=True)
+    output_modalities = models.JSONField(default=list, blank=True)
+    context_bucket = models.CharField(max_length=8, blank=True, default="")
+    category = models.CharField(max_length=30, null=True, blank=True, help_text="Sampled classification")
+    language_type = models.CharField(max_length=20, null=True, blank=True, help_text="Sampled classification")
+    pipeline = models.JSONField(default=list, blank=True, help_text="Guardrail and other pipeline stages")
+    trace = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["organization", "created_at"], name="generation_org_time"),
+            models.Index(fields=["workspace", "created_at"], name="generation_workspace_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.model} {self.status}"

@@ -1,0 +1,151 @@
+"""The one object every inference middleware reads and fills.
+
+Contract of the chain (see runner.py): each middleware is `cls(get_response)` with
+`async __call__(ctx) -> None`. `await get_response(ctx)` returns once the response has been fully
+delivered to the client (JSON body sent, or the stream finished, failed or was cancelled), with the
+outcome in `ctx.outcome`. A middleware refuses a request by raising `GatewayError` before calling
+`get_response`; work that must happen after the call (settle a reservation, write the Generation) goes
+in `try/finally` around it, because a client disconnect arrives as `asyncio.CancelledError`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from accounts.principal import Principal
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A routable endpoint, snapshotted from the catalog (no ORM access on the hot path)."""
+
+    endpoint_id: uuid.UUID
+    model_slug: str
+    canonical_slug: str
+    vendor: str
+    public: bool
+    provider_slug: str
+    provider_name: str
+    api_format: str
+    base_url: str
+    platform_key_env: str
+    upstream_model: str
+    prompt_price: Decimal
+    completion_price: Decimal
+    cached_prompt_price: Decimal | None
+    is_free: bool
+    context_length: int | None
+    max_output_tokens: int | None
+    supported_parameters: tuple[str, ...]
+    zdr: bool
+    trains_on_data: bool
+    publishes_prompts: bool
+    regions: tuple[str, ...]
+    input_modalities: tuple[str, ...]
+    output_modalities: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """The provider key one attempt is made with: a BYOK credential or the platform key."""
+
+    api_key: str = field(repr=False)
+    is_byok: bool = False
+    byok_id: uuid.UUID | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointFilter:
+    """A predicate that removes routing candidates, with the reason shown when nothing is left."""
+
+    reason: str
+    allows: Callable[[Candidate], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class SpendLimit:
+    """A spending limit that applies to this request (workspace budget, key limit, guardrail limit)."""
+
+    scope: str  # "workspace" | "api-key" | "guardrail"
+    scope_id: str  # workspace id, key hash, or guardrail id + subject
+    name: str  # shown in the 402 message
+    limit_usd: Decimal
+    interval: str  # "daily" | "weekly" | "monthly" | "lifetime"
+    include_byok: bool = False
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts and cost of one generation."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: Decimal | None = None  # reported by the upstream; None means "compute from prices"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened upstream, filled by the innermost handler for the middlewares around it."""
+
+    status: str = "failed"  # completed | incomplete | failed | cancelled
+    candidate: Candidate | None = None
+    credential_is_byok: bool = False
+    upstream_id: str = ""
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost: Decimal = Decimal(0)
+    error: Any = None  # GatewayError when the request failed
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # [{model, provider, status}]
+    streamed: bool = False
+    first_byte_sent: bool = False
+    ttft_ms: int | None = None
+    latency_ms: int | None = None
+    tool_calls: int = 0
+    output_text: str = ""
+    output: list[dict[str, Any]] = field(default_factory=list)  # Responses-format output items
+    completed_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class Context:
+    """State of one inference request as it goes through the pipeline."""
+
+    request_id: str
+    created_at: datetime
+    started: float  # time.perf_counter() at arrival
+    method: str
+    path: str
+    host: str
+    headers: dict[str, str]  # lower-case names
+    raw_body: bytes
+    body: dict[str, Any] = field(default_factory=dict)  # the validated Responses request; middlewares may rewrite it
+    principal: Principal | None = None
+    policy_version: int = 0
+    region: str = "global"
+    metadata_enabled: bool = False  # X-Service-Metadata: enabled
+    session_id: str | None = None
+    endpoint_filters: list[EndpointFilter] = field(default_factory=list)
+    candidates: list[Candidate] | None = None  # resolved lazily by inference.routing.resolve_candidates
+    spend_limits: list[SpendLimit] = field(default_factory=list)
+    reservation: Any = None  # owned by budgets.middleware
+    pipeline: list[dict[str, Any]] = field(default_factory=list)  # service_metadata.pipeline stages
+    preset: Any = None  # owned by presets.middleware
+    guardrail_policy: Any = None  # owned by guardrails.middleware
+    outcome: Outcome = field(default_factory=Outcome)
+    extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))

@@ -1,0 +1,1 @@
+"""Provider adapters: translate the Responses request to each upstream wire format and back."""

@@ -1,0 +1,154 @@
+"""The adapter contract every provider format implements, and the canonical types adapters produce.
+
+Routing (inference.routing / the innermost handler) only ever sees these types:
+
+- `UpstreamCall`: what to call (the validated Responses body, the endpoint's upstream model, base URL and
+  the credential of this attempt, stream or not, time limits).
+- `Adapter.complete(call) -> CanonicalResult` for a JSON answer.
+- `Adapter.stream(call)`: async iterator of `TextDelta` / `FunctionCallDone` events, ending with one
+  `StreamDone` carrying the full `CanonicalResult`.
+- `ProviderError(kind, ...)`: every upstream failure mapped to a small set of kinds routing acts on.
+  `before_first_event` tells routing whether falling back to another candidate is still possible.
+
+Adapters are pure `build_request` / `parse_response` / stream-parser functions plus a thin send
+(inference.providers.http), so they can be tested without a network and BYOK keys pass per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from inference.pipeline.context import Credential, Usage
+
+
+class ProviderErrorKind(StrEnum):
+    RATE_LIMITED = "rate_limited"  # 429
+    OVERLOADED = "overloaded"  # 529, 503 overloaded
+    TIMEOUT = "timeout"  # no first byte / no progress in time
+    BAD_REQUEST = "bad_request"  # 400/404/413/422 from upstream: the request itself is wrong
+    AUTH = "auth"  # 401/403: this credential is refused
+    SERVER = "server"  # 5xx, connection errors, malformed answers, a stream cut in the middle
+
+
+RETRYABLE_KINDS = frozenset(
+    {
+        ProviderErrorKind.RATE_LIMITED,
+        ProviderErrorKind.OVERLOADED,
+        ProviderErrorKind.TIMEOUT,
+        ProviderErrorKind.SERVER,
+        ProviderErrorKind.AUTH,
+    }
+)
+
+
+class ProviderError(Exception):
+    """An upstream failure, mapped to a kind."""
+
+    def __init__(
+        self,
+        kind: ProviderErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        raw: Any = None,
+        retry_after: float | None = None,
+        before_first_event: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.raw = raw
+        self.retry_after = retry_after
+        self.before_first_event = before_first_event
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float = 10.0
+    first_byte: float = 60.0  # until the response head (JSON) or first event (stream)
+    read: float = 120.0  # between stream events / for the whole JSON body
+
+
+@dataclass(slots=True)
+class UpstreamCall:
+    """One attempt at one endpoint with one credential."""
+
+    body: dict[str, Any]  # validated Responses request body (already rewritten by middlewares)
+    upstream_model: str
+    base_url: str
+    credential: Credential
+    stream: bool
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    """An HTTP request an adapter built: used for the send and, with secrets removed, for debug echo."""
+
+    url: str
+    headers: dict[str, str]
+    json: dict[str, Any]
+
+
+@dataclass(slots=True)
+class CanonicalResult:
+    """A complete answer in Responses terms."""
+
+    upstream_id: str
+    output: list[dict[str, Any]]  # Responses output items (message with output_text parts, function_call, ...)
+    usage: Usage
+    status: str = "completed"  # completed | incomplete
+    incomplete_reason: str | None = None  # max_output_tokens | content_filter
+    finish_reason: str = "stop"  # stop | length | tool_calls | content_filter | ...
+
+    @property
+    def text(self) -> str:
+        parts = []
+        for item in self.output:
+            if item.get("type") == "message":
+                parts.extend(p.get("text", "") for p in item.get("content", []) if p.get("type") == "output_text")
+        return "".join(parts)
+
+
+@dataclass(slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(slots=True)
+class FunctionCallDone:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(slots=True)
+class StreamDone:
+    result: CanonicalResult
+
+
+CanonicalEvent = TextDelta | FunctionCallDone | StreamDone
+
+
+class Adapter:
+    """Base class of the adapters. `api_format` is the catalog's value for the provider."""
+
+    api_format: ClassVar[str]
+
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        raise NotImplementedError
+
+    async def complete(self, call: UpstreamCall) -> CanonicalResult:
+        raise NotImplementedError
+
+    def stream(self, call: UpstreamCall) -> AsyncIterator[CanonicalEvent]:
+        raise NotImplementedError

@@ -1,0 +1,117 @@
+"""Shared fixtures: organizations with keys, an authenticated API client, and a real loopback server
+running the ASGI application (uvicorn in a thread) for data-plane tests."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts import services
+from accounts.models import Organization, OrgRole, User, Workspace
+
+
+@dataclass
+class OrgFixture:
+    """An organization with its default workspace, an admin user and one key of each kind."""
+
+    organization: Organization
+    workspace: Workspace
+    admin: User
+    management_key: str
+    inference_key: str
+    management_hash: str
+    inference_hash: str
+
+    def client(self, key: str | None = None) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key or self.management_key}")
+        return client
+
+
+def make_org(name: str = "Acme") -> OrgFixture:
+    organization = services.organization_create(name=name)
+    admin = services.user_create(organization=organization, username=f"{name.lower()}-admin-{time.time_ns()}",
+                                 org_role=OrgRole.ADMIN)
+    management = services.api_key_create(organization=organization, name="mgmt", creator=admin, is_management=True)
+    inference = services.api_key_create(organization=organization, name="inference", creator=admin)
+    return OrgFixture(
+        organization=organization,
+        workspace=organization.default_workspace,
+        admin=admin,
+        management_key=management.raw_key,
+        inference_key=inference.raw_key,
+        management_hash=management.api_key.hash,
+        inference_hash=inference.api_key.hash,
+    )
+
+
+@pytest.fixture
+def org(db) -> OrgFixture:
+    return make_org("Acme")
+
+
+@pytest.fixture
+def other_org(db) -> OrgFixture:
+    return make_org("Globex")
+
+
+@pytest.fixture
+def api(org) -> APIClient:
+    """APIClient authenticated with the management key of `org`."""
+    return org.client()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerThread:
+    """uvicorn serving an ASGI app on 127.0.0.1 in a background thread."""
+
+    def __init__(self, app, port: int | None = None) -> None:
+        import uvicorn
+
+        self.port = port or free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning",
+                                server_header=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def gateway_server(django_db_setup, django_db_blocker):
+    """The whole gateway (gateway_project.asgi:application) on a loopback port, for the whole session.
+
+    Tests using it need the `transactional_db` fixture (or `django_db(transaction=True)`), so the rows they
+    create are committed and visible to the server's threads.
+    """
+    from gateway_project.asgi import application
+
+    with django_db_blocker.unblock():
+        server = ServerThread(application).start()
+        yield server
+        server.stop()
