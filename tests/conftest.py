@@ -35,8 +35,9 @@ class OrgFixture:
 
 def make_org(name: str = "Acme") -> OrgFixture:
     organization = services.organization_create(name=name)
-    admin = services.user_create(organization=organization, username=f"{name.lower()}-admin-{time.time_ns()}",
-                                 org_role=OrgRole.ADMIN)
+    admin = services.user_create(
+        organization=organization, username=f"{name.lower()}-admin-{time.time_ns()}", org_role=OrgRole.ADMIN
+    )
     management = services.api_key_create(organization=organization, name="mgmt", creator=admin, is_management=True)
     inference = services.api_key_create(organization=organization, name="inference", creator=admin)
     return OrgFixture(
@@ -79,8 +80,9 @@ class ServerThread:
         import uvicorn
 
         self.port = port or free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning",
-                                server_header=False)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning", server_header=False
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

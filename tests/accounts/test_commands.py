@@ -30,8 +30,9 @@ def test_bootstrap_is_idempotent():
 
 
 def test_create_api_key(org):
-    result = json.loads(_run("create_api_key", "--name", "ops", "--management", "--json",
-                             "--organization", str(org.organization.id)))
+    result = json.loads(
+        _run("create_api_key", "--name", "ops", "--management", "--json", "--organization", str(org.organization.id))
+    )
     assert result["is_management_key"] is True
     assert result["hash"] == hash_key(result["key"])
     assert result["workspace_id"] == str(org.workspace.id)

@@ -49,8 +49,9 @@ def test_create_key_validation(api):
 
 def test_create_management_key_in_named_workspace(api):
     workspace = api.post("/api/v1/workspaces", {"name": "Research"}, format="json").json()["data"]
-    response = api.post("/api/v1/keys", {"name": "m", "is_management": True, "workspace_id": workspace["slug"]},
-                        format="json")
+    response = api.post(
+        "/api/v1/keys", {"name": "m", "is_management": True, "workspace_id": workspace["slug"]}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["data"]["is_management_key"] is True
     assert response.json()["data"]["workspace_id"] == workspace["id"]
@@ -82,7 +83,9 @@ def test_organizations_are_isolated(org, other_org):
     assert {k["hash"] for k in theirs} == {other_org.management_hash, other_org.inference_hash}
     client = org.client()
     assert client.get(f"/api/v1/keys/{other_org.inference_hash}").status_code == 404
-    assert client.patch(f"/api/v1/keys/{other_org.inference_hash}", {"disabled": True}, format="json").status_code == 404
+    assert (
+        client.patch(f"/api/v1/keys/{other_org.inference_hash}", {"disabled": True}, format="json").status_code == 404
+    )
     assert client.delete(f"/api/v1/keys/{other_org.inference_hash}").status_code == 404
     assert client.get(f"/api/v1/workspaces/{other_org.workspace.id}").status_code == 404
     assert client.get(f"/api/v1/workspaces/{other_org.workspace.slug}").json()["data"]["id"] == str(org.workspace.id)
