@@ -36,7 +36,7 @@ def _number(value: Any) -> Decimal | None:
     if isinstance(value, bool):
         return None
     try:
-        return Decimal(str(value)) if isinstance(value, (int, float, str)) else None
+        return Decimal(str(value)) if isinstance(value, (int, float, str, Decimal)) else None
     except InvalidOperation:
         return None
 

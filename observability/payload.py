@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.serializers import format_timestamp
@@ -51,6 +52,12 @@ def sampled(generation_id: Any, destination_id: Any, rate: float) -> bool:
         return True
     digest = hashlib.sha256(f"{generation_id}:{destination_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def _money(value) -> str:
+    """A USD amount as a plain decimal string without trailing zeros."""
+    text = format(Decimal(value).normalize(), "f")
+    return text if text != "-0" else "0"
 
 
 def input_text(body: dict) -> str:
@@ -118,7 +125,7 @@ def base_trace(generation, ctx) -> dict:
         "input": body.get("input"),
         "output_text": (getattr(outcome, "output_text", "") or "")[:MAX_TEXT],
         "output": list(getattr(outcome, "output", None) or []),
-        "cost": {"total_cost": str(generation.cost), "currency": "USD", "is_byok": generation.is_byok},
+        "cost": {"total_cost": _money(generation.cost), "currency": "USD", "is_byok": generation.is_byok},
         "identity": {
             "organization_id": str(generation.organization_id),
             "workspace_id": str(generation.workspace_id) if generation.workspace_id else None,
