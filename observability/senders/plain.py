@@ -90,7 +90,7 @@ def build_clickhouse(trace: dict, config: dict, delivery_id: str) -> OutgoingReq
         "input_format_skip_unknown_fields": "1",
         "insert_deduplication_token": delivery_id,
     }
-    url = join_url(config["host"], "/") + "?" + urlencode(query)
+    url = config["host"].split("?")[0].rstrip("/") + "/?" + urlencode(query)
     body = (json.dumps(clickhouse_row(trace), default=str) + "\n").encode()
     headers = {
         "Content-Type": "application/x-ndjson",
