@@ -16,13 +16,12 @@ import logging
 import random
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
 
 import httpx
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
 from observability.conf import setting
@@ -44,6 +43,7 @@ class WorkerConfig:
     backoff_max: float
     timeout: float
     poll_interval: float
+    batch_size: int = 4
 
     @classmethod
     def from_settings(cls, **overrides) -> WorkerConfig:
@@ -60,7 +60,7 @@ class WorkerConfig:
 
     @property
     def lease(self) -> timedelta:
-        return timedelta(seconds=max(60.0, self.timeout * 3))
+        return timedelta(seconds=max(60.0, self.timeout * (self.batch_size + 2)))
 
 
 def backoff_seconds(attempts: int, base: float, cap: float) -> float:
@@ -113,25 +113,42 @@ class Worker:
         self.client.close()
 
     def run(self) -> None:
+        """Deliver until `stop` is set: `concurrency` threads, each claiming and delivering a few rows at a time."""
         logger.info("observability worker started (concurrency %s)", self.config.concurrency)
-        with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="observability") as pool:
-            while not self.stop.is_set():
-                if not self.run_once(pool):
-                    self.stop.wait(self.config.poll_interval)
+        threads = [
+            threading.Thread(target=self._loop, name=f"observability-{index}", daemon=True)
+            for index in range(self.config.concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.5)
         logger.info("observability worker stopped")
 
-    def run_once(self, pool: ThreadPoolExecutor | None = None) -> int:
-        """Claim one batch of due rows and deliver it; returns how many rows were processed."""
-        rows = claim(self.config.concurrency, self.config.lease)
-        if pool is None or len(rows) <= 1:
-            for row in rows:
-                self.deliver(row)
-        else:
-            list(pool.map(self._deliver_in_thread, rows))
+    def _loop(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    processed = self.run_once()
+                except DatabaseError:
+                    logger.exception("observability worker: database error, retrying")
+                    close_old_connections()
+                    processed = 0
+                if not processed:
+                    self.stop.wait(self.config.poll_interval)
+        finally:
+            connections.close_all()
+
+    def run_once(self) -> int:
+        """Claim up to `batch_size` due rows and deliver them; returns how many rows were processed."""
+        rows = claim(self.config.batch_size, self.config.lease)
+        for row in rows:
+            self.deliver(row)
         return len(rows)
 
-    def drain(self, rounds: int = 100) -> int:
-        """Deliver until nothing is due (tests and one-shot runs)."""
+    def drain(self, rounds: int = 1000) -> int:
+        """Deliver in this thread until nothing is due (tests and `--once`)."""
         total = 0
         for _ in range(rounds):
             processed = self.run_once()
@@ -139,12 +156,6 @@ class Worker:
                 break
             total += processed
         return total
-
-    def _deliver_in_thread(self, row: OutboxEntry) -> None:
-        try:
-            self.deliver(row)
-        finally:
-            close_old_connections()
 
     def deliver(self, row: OutboxEntry) -> None:
         destination = row.destination
