@@ -15,6 +15,7 @@ from inference.pipeline.context import Context, Outcome, Usage
 from inference.signals import generation_recorded
 from observability.selectors import route_cache
 from tests.fakes.fake_receiver import FakeReceiver
+from tests.inference.conftest import echo_catalog, http  # noqa: F401  (fixtures of the data-plane tests)
 
 _versions = itertools.count(1_000_000)
 
