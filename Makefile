@@ -23,13 +23,20 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 # A local secret key for development, written once; production sets DJANGO_SECRET_KEY itself.
 .env:
 	@echo "DJANGO_SECRET_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(48))')" > .env
-	@echo "Wrote .env with a generated DJANGO_SECRET_KEY"
+	@echo "GATEWAY_BYOK_ENCRYPTION_KEYS=$$($(PYTHON) -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())')" >> .env
+	@echo "Wrote .env with a generated DJANGO_SECRET_KEY and GATEWAY_BYOK_ENCRYPTION_KEYS"
 
 run: $(VENV)/.runtime-installed .env
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
 	$(PY) manage.py collectstatic --noinput -v0
+	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
+	$(PY) manage.py run_observability_worker & worker=$$!; \
+	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
+
+worker: $(VENV)/.runtime-installed .env
+	$(PY) manage.py run_observability_worker
 
 test: $(VENV)/.dev-installed .env
 	$(PY) -m pytest $(PYTEST_ARGS)
