@@ -201,11 +201,24 @@ def outbox_record(*, generation, ctx) -> int:
     queued exactly when its generation is recorded. Matching: enabled, key allowlist, sampling (decided from
     a hash of the two ids), filter rules.
     """
-    routes = workspace_routes(workspace_id=generation.workspace_id, policy_version=getattr(ctx, "policy_version", None))
-    if not routes:
+    try:
+        routes = workspace_routes(
+            workspace_id=generation.workspace_id, policy_version=getattr(ctx, "policy_version", None)
+        )
+        if not routes:
+            return 0
+        rows = _matching_rows(routes, generation, ctx)
+        if rows:
+            with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it
+                _insert_outbox(rows, generation.id, timezone.now())
+    except Exception:
+        logger.exception("could not queue the traces of generation %s", generation.id)
         return 0
+    return len(rows)
+
+
+def _matching_rows(routes, generation, ctx) -> list[tuple[uuid.UUID, dict]]:
     base = None
-    now = timezone.now()
     rows = []
     for route in routes:
         if route.api_key_hashes is not None and generation.key_hash not in route.api_key_hashes:
@@ -217,9 +230,7 @@ def outbox_record(*, generation, ctx) -> int:
         if route.matches is not None and not route.matches(base["_filter"]):
             continue
         rows.append((route.id, trace_for(base, route)))
-    if rows:
-        _insert_outbox(rows, generation.id, now)
-    return len(rows)
+    return rows
 
 
 def outbox_entry_retry(*, entries) -> int:

@@ -4,18 +4,36 @@ outbox with its Generation row, and delivered by the worker to the fake receiver
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from django.db import OperationalError
 
+from inference.models import Generation
 from observability.models import OutboxEntry
 from observability.worker import Worker, WorkerConfig
 from tests.fakes.fake_receiver import FakeReceiver
-from tests.inference.conftest import generations
+from tests.inference.conftest import wait_idle
 from tests.observability.test_formats import attrs, parse_otlp
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 URL = "/api/v1/observability/destinations"
+
+
+def generations(expected: int = 1, timeout: float = 10.0) -> list[Generation]:
+    """The Generation rows once `expected` exist. Polls after the server finished its requests and retries
+    reads that hit SQLite's shared-cache table lock while the server thread writes."""
+    deadline = time.monotonic() + timeout
+    wait_idle()
+    while True:
+        try:
+            rows = list(Generation.objects.order_by("created_at"))
+        except OperationalError:
+            rows = []
+        if len(rows) >= expected or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.02)
 
 
 def worker() -> Worker:

@@ -233,3 +233,16 @@ def test_no_destinations_means_no_work(org, django_assert_num_queries):
     generation = record_generation(org, ctx=ctx)
     with django_assert_num_queries(0):
         assert outbox_record(generation=generation, ctx=ctx) == 0
+
+
+def test_a_failing_outbox_never_loses_the_generation(api, org, monkeypatch, caplog):
+    destination(api)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("observability.services._insert_outbox", broken)
+    generation = record_generation(org)
+    assert Generation.objects.filter(pk=generation.pk).exists()
+    assert OutboxEntry.objects.count() == 0
+    assert f"could not queue the traces of generation {generation.id}" in caplog.text
