@@ -240,3 +240,9 @@ def outbox_entry_retry(*, entries) -> int:
         .exclude(status=DeliveryStatus.DELIVERED)
         .update(status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=timezone.now(), claim_token=None)
     )
+
+
+def outbox_purge_delivered(*, older_than) -> int:
+    """Delete delivered rows delivered before `older_than` (dead rows stay for the admin); returns how many."""
+    deleted, _ = OutboxEntry.objects.filter(status=DeliveryStatus.DELIVERED, delivered_at__lt=older_than).delete()
+    return deleted

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,12 +28,14 @@ from django.utils import timezone
 from observability.conf import setting
 from observability.models import DeliveryStatus, OutboxEntry
 from observability.senders import DeliveryNotSupported, build_request, response_problem
+from observability.services import outbox_purge_delivered
 
 logger = logging.getLogger("gateway.observability.worker")
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 MAX_RETRY_AFTER_SECONDS = 3600
 MAX_ERROR_LENGTH = 1000
+PURGE_INTERVAL_SECONDS = 600
 
 
 @dataclass
@@ -44,6 +47,7 @@ class WorkerConfig:
     timeout: float
     poll_interval: float
     batch_size: int = 4
+    retention_days: float = 7.0
 
     @classmethod
     def from_settings(cls, **overrides) -> WorkerConfig:
@@ -54,6 +58,7 @@ class WorkerConfig:
             "backoff_max": setting("GATEWAY_OBSERVABILITY_BACKOFF_MAX_SECONDS"),
             "timeout": setting("GATEWAY_OBSERVABILITY_TIMEOUT_SECONDS"),
             "poll_interval": setting("GATEWAY_OBSERVABILITY_POLL_SECONDS"),
+            "retention_days": setting("GATEWAY_OBSERVABILITY_RETENTION_DAYS"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -121,10 +126,27 @@ class Worker:
         ]
         for thread in threads:
             thread.start()
+        next_purge = 0.0
         for thread in threads:
             while thread.is_alive():
+                if time.monotonic() >= next_purge:
+                    self.purge()
+                    next_purge = time.monotonic() + PURGE_INTERVAL_SECONDS
                 thread.join(0.5)
+        connections.close_all()
         logger.info("observability worker stopped")
+
+    def purge(self) -> int:
+        """Delete rows delivered more than `retention_days` ago (dead rows are kept)."""
+        try:
+            older_than = timezone.now() - timedelta(days=self.config.retention_days)
+            deleted = outbox_purge_delivered(older_than=older_than)
+        except DatabaseError:
+            logger.exception("observability worker: could not purge delivered rows")
+            return 0
+        if deleted:
+            logger.info("purged %s delivered outbox rows", deleted)
+        return deleted
 
     def _loop(self) -> None:
         try:

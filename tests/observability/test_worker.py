@@ -264,3 +264,19 @@ def test_command_once(api, org, receiver):
     out = StringIO()
     call_command("run_observability_worker", "--once", stdout=out)
     assert "processed 1 outbox rows" in out.getvalue() and len(receiver.requests) == 1
+
+
+@pytest.mark.django_db
+def test_purge_deletes_old_delivered_rows_only(api, org, receiver):
+    webhook(api, receiver)
+    for _ in range(3):
+        record_generation(org)
+    worker = make_worker(retention_days=7)
+    worker.drain()
+    old, recent, _ = OutboxEntry.objects.order_by("created_at")
+    OutboxEntry.objects.filter(pk=old.pk).update(delivered_at=timezone.now() - timedelta(days=8))
+    dead = OutboxEntry.objects.filter(pk=recent.pk)
+    dead.update(status="dead", delivered_at=None)
+    assert worker.purge() == 1
+    assert not OutboxEntry.objects.filter(pk=old.pk).exists()
+    assert OutboxEntry.objects.count() == 2 and dead.get().status == "dead"
