@@ -123,6 +123,12 @@ def validate_config(type_: str, config: dict, *, partial: bool = False) -> list[
             problems.append((path, f"must be one of {', '.join(spec.choices[key])}"))
     if "headers" in config:
         problems.extend(_validate_headers(config["headers"]))
+    if type_ == "s3" and isinstance(config.get("pathTemplate"), str) and not problems:
+        from observability.senders.s3 import template_problem
+
+        problem = template_problem(config["pathTemplate"])
+        if problem:
+            problems.append(("config.pathTemplate", problem))
     return problems
 
 

@@ -1,13 +1,13 @@
 """Wire formats of the destination types: each sender turns a trace snapshot into one HTTP request.
 
 `build_request(type, trace, config, delivery_id)` returns an `OutgoingRequest`, or raises
-`DeliveryNotSupported` for the types without a sender (s3, snowflake, ramp). Senders are pure functions;
+`DeliveryNotSupported` for the types without a sender (snowflake, ramp). Senders are pure functions;
 the worker does the HTTP call.
 """
 
 from __future__ import annotations
 
-from observability.senders import datadog, langfuse, otlp, plain, webhook
+from observability.senders import datadog, langfuse, otlp, plain, s3, webhook
 from observability.senders.base import DeliveryNotSupported, OutgoingRequest
 
 BUILDERS = {
@@ -16,10 +16,11 @@ BUILDERS = {
     "datadog": datadog.build,
     "posthog": plain.build_posthog,
     "clickhouse": plain.build_clickhouse,
+    "s3": s3.build,
     **{name: otlp.build_for(name) for name in otlp.OTLP_TYPES},
 }
 CHECKERS = {"langfuse": langfuse.check_response}
-UNSUPPORTED_TYPES = ("ramp", "s3", "snowflake")
+UNSUPPORTED_TYPES = ("ramp", "snowflake")
 DELIVERING_TYPES = tuple(sorted(BUILDERS))
 
 

@@ -140,9 +140,7 @@ def test_dead_after_max_attempts_then_admin_retry(api, org, receiver):
 @pytest.mark.django_db
 def test_client_errors_and_unsupported_types_are_dead_at_once(api, org, receiver):
     webhook(api, receiver)
-    destination(
-        api, name="bucket", type="s3", config={"accessKeyId": "AKIA", "secretAccessKey": "s", "bucketName": "b"}
-    )
+    destination(api, name="warehouse", type="snowflake", config={"account": "acme", "token": "tok-123456789"})
     record_generation(org)
     receiver.reply_with(Reply(401, body=b"bad token"))
     make_worker().drain()
@@ -150,7 +148,8 @@ def test_client_errors_and_unsupported_types_are_dead_at_once(api, org, receiver
     assert (
         rows["webhook"].status == "dead" and rows["webhook"].attempts == 1 and "HTTP 401" in rows["webhook"].last_error
     )
-    assert rows["s3"].status == "dead" and rows["s3"].last_error == "delivery not supported for type s3"
+    assert rows["snowflake"].status == "dead"
+    assert rows["snowflake"].last_error == "delivery not supported for type snowflake"
 
 
 @pytest.mark.django_db
