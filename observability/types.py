@@ -7,6 +7,7 @@ signing key of its signature header.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -78,6 +79,7 @@ TYPE_SPECS: dict[str, TypeSpec] = {
 TYPE_CHOICES: tuple[str, ...] = tuple(TYPE_SPECS)
 
 MAX_CONFIG_VALUE_LENGTH = 4096
+SNOWFLAKE_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
 MAX_HEADERS = 32
 
 
@@ -123,6 +125,9 @@ def validate_config(type_: str, config: dict, *, partial: bool = False) -> list[
             problems.append((path, f"must be one of {', '.join(spec.choices[key])}"))
     if "headers" in config:
         problems.extend(_validate_headers(config["headers"]))
+    account = config.get("account")
+    if type_ == "snowflake" and isinstance(account, str) and account and not SNOWFLAKE_ACCOUNT.match(account):
+        problems.append(("config.account", "must be a Snowflake account identifier (letters, digits, '-', '_', '.')"))
     if type_ == "s3" and isinstance(config.get("pathTemplate"), str) and not problems:
         from observability.senders.s3 import template_problem
 

@@ -1,13 +1,13 @@
 """Wire formats of the destination types: each sender turns a trace snapshot into one HTTP request.
 
 `build_request(type, trace, config, delivery_id)` returns an `OutgoingRequest`, or raises
-`DeliveryNotSupported` for the types without a sender (snowflake, ramp). Senders are pure functions;
+`DeliveryNotSupported` for the type without a sender (ramp). Senders are pure functions;
 the worker does the HTTP call.
 """
 
 from __future__ import annotations
 
-from observability.senders import datadog, langfuse, otlp, plain, s3, webhook
+from observability.senders import datadog, langfuse, otlp, plain, s3, snowflake, webhook
 from observability.senders.base import DeliveryNotSupported, OutgoingRequest
 
 BUILDERS = {
@@ -17,10 +17,11 @@ BUILDERS = {
     "posthog": plain.build_posthog,
     "clickhouse": plain.build_clickhouse,
     "s3": s3.build,
+    "snowflake": snowflake.build,
     **{name: otlp.build_for(name) for name in otlp.OTLP_TYPES},
 }
 CHECKERS = {"langfuse": langfuse.check_response}
-UNSUPPORTED_TYPES = ("ramp", "snowflake")
+UNSUPPORTED_TYPES = ("ramp",)
 DELIVERING_TYPES = tuple(sorted(BUILDERS))
 
 

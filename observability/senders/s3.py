@@ -73,9 +73,7 @@ def sign_v4(
     names = sorted(signed)
     canonical_headers = "".join(f"{name}:{signed[name]}\n" for name in names)
     signed_headers = ";".join(names)
-    canonical_request = "\n".join(
-        [method, parts.path or "/", "", canonical_headers, signed_headers, payload_hash]
-    )
+    canonical_request = "\n".join([method, parts.path or "/", "", canonical_headers, signed_headers, payload_hash])
     scope = f"{day}/{region}/{service}/aws4_request"
     string_to_sign = "\n".join(
         ["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical_request.encode()).hexdigest()]

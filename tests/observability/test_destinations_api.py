@@ -60,6 +60,8 @@ def test_every_type_is_accepted_with_its_required_keys(api):
         config = {key: "https://h.example.com/x" for key in spec.required}
         if type_ == "sentry":
             config["dsn"] = "https://abc123@o1.ingest.sentry.io/42"
+        if type_ == "snowflake":
+            config["account"] = "myorg-account1"
         response = create(api, type=type_, config=config)
         assert response.status_code == 201, (type_, response.content)
     assert api.get(URL, {"limit": 100}).json()["total_count"] == len(TYPE_SPECS) == 17
@@ -84,6 +86,7 @@ def test_every_type_is_accepted_with_its_required_keys(api):
         ({"type": "webhook", "config": {"url": "https://x.example.com", "method": "GET"}}, "config.method"),
         ({"type": "newrelic", "config": {"licenseKey": "k", "region": "ap"}}, "config.region"),
         ({"type": "otel-collector", "config": {}}, "config.endpoint"),
+        ({"type": "snowflake", "config": {"account": "evil.com/x", "token": "t"}}, "config.account"),
         ({"sampling_rate": 0}, "sampling_rate"),
         ({"sampling_rate": 0.00009}, "sampling_rate"),
         ({"sampling_rate": 1.01}, "sampling_rate"),

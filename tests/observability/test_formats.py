@@ -277,3 +277,18 @@ def test_types_without_sender():
     for type_ in UNSUPPORTED_TYPES:
         with pytest.raises(DeliveryNotSupported, match=f"delivery not supported for type {type_}"):
             build_request(type_, {}, {}, "x")
+
+
+def test_snowflake_sql_api_statement(api, org):
+    row, generation = payload_for(api, org)
+    config = {"account": "Acme-Prod", "token": "pat-token", "database": "OBS", "schema": "PUBLIC", "warehouse": "WH"}
+    request = build_request("snowflake", row.payload, config, str(row.id))
+    assert request.url == f"https://acme-prod.snowflakecomputing.com/api/v2/statements?requestId={row.id}"
+    assert request.headers["Authorization"] == "Bearer pat-token"
+    body = json.loads(request.body)
+    assert body["statement"].startswith("INSERT INTO IDENTIFIER(?) (ID, REQUEST_ID, STARTED_AT")
+    assert body["statement"].count("?") == len(body["bindings"]) == 8
+    assert body["bindings"]["1"] == {"type": "TEXT", "value": "GATEWAY_TRACES"}
+    assert body["bindings"]["2"]["value"] == str(generation.id)
+    assert json.loads(body["bindings"]["8"]["value"])["id"] == str(generation.id)
+    assert (body["database"], body["schema"], body["warehouse"]) == ("OBS", "PUBLIC", "WH")

@@ -140,7 +140,7 @@ def test_dead_after_max_attempts_then_admin_retry(api, org, receiver):
 @pytest.mark.django_db
 def test_client_errors_and_unsupported_types_are_dead_at_once(api, org, receiver):
     webhook(api, receiver)
-    destination(api, name="warehouse", type="snowflake", config={"account": "acme", "token": "tok-123456789"})
+    destination(api, name="spend", type="ramp", config={"apiKey": "ramp-key-123456"})
     record_generation(org)
     receiver.reply_with(Reply(401, body=b"bad token"))
     make_worker().drain()
@@ -148,8 +148,8 @@ def test_client_errors_and_unsupported_types_are_dead_at_once(api, org, receiver
     assert (
         rows["webhook"].status == "dead" and rows["webhook"].attempts == 1 and "HTTP 401" in rows["webhook"].last_error
     )
-    assert rows["snowflake"].status == "dead"
-    assert rows["snowflake"].last_error == "delivery not supported for type snowflake"
+    assert rows["ramp"].status == "dead"
+    assert rows["ramp"].last_error == "delivery not supported for type ramp"
 
 
 @pytest.mark.django_db
