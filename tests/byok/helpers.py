@@ -19,3 +19,62 @@ def create_credential(client, **body):
     response = client.post("/api/v1/byok", payload, format="json")
     assert response.status_code == 201, response.json()
     return response.json()["data"]
+
+
+def make_candidate(provider_slug: str = "openai", model_slug: str = "openai/gpt-4o-mini", **overrides):
+    """A routing candidate as inference.routing builds it (a frozen snapshot)."""
+    import uuid
+    from decimal import Decimal
+
+    from inference.pipeline.context import Candidate
+
+    fields = {
+        "endpoint_id": uuid.uuid4(),
+        "model_slug": model_slug,
+        "canonical_slug": f"{model_slug}-2024-07-18",
+        "vendor": model_slug.split("/")[0],
+        "public": True,
+        "provider_slug": provider_slug,
+        "provider_name": provider_slug.title(),
+        "api_format": "openai-chat",
+        "base_url": "http://127.0.0.1:9/v1",
+        "platform_key_env": "BYOK_TEST_PLATFORM_KEY",
+        "upstream_model": model_slug.split("/")[-1],
+        "prompt_price": Decimal("0.000001"),
+        "completion_price": Decimal("0.000002"),
+        "cached_prompt_price": None,
+        "is_free": False,
+        "context_length": 128000,
+        "max_output_tokens": None,
+        "supported_parameters": (),
+        "zdr": False,
+        "trains_on_data": False,
+        "publishes_prompts": False,
+        "regions": ("global",),
+        "input_modalities": ("text",),
+        "output_modalities": ("text",),
+    }
+    fields.update(overrides)
+    return Candidate(**fields)
+
+
+def make_context(principal, policy_version: int = 1):
+    """A data-plane context of an authenticated request."""
+    import time
+
+    from django.utils import timezone
+
+    from inference.pipeline.context import Context
+
+    return Context(
+        request_id="req-test",
+        created_at=timezone.now(),
+        started=time.perf_counter(),
+        method="POST",
+        path="/api/v1/responses",
+        host="testserver",
+        headers={},
+        raw_body=b"{}",
+        principal=principal,
+        policy_version=policy_version,
+    )
