@@ -78,3 +78,15 @@ def make_context(principal, policy_version: int = 1):
         principal=principal,
         policy_version=policy_version,
     )
+
+
+def database_dump() -> str:
+    """Every row of every table, as text."""
+    from django.db import connection
+
+    parts = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
+            parts.extend(repr(row) for row in cursor.fetchall())
+    return "\n".join(parts)

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from byok.services import provider_credential_create
+from tests.byok.helpers import database_dump
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 
 pytestmark = pytest.mark.slow
@@ -133,4 +134,5 @@ def test_the_keys_leak_nowhere_even_when_the_upstream_quotes_them(upstream, org,
     generations(3)
     texts = [failed.text, debug.text, streamed.text, caplog.text, *(r.getMessage() for r in caplog.records)]
     texts += [str(g.__dict__) for g in generations(3)]
+    texts.append(database_dump())
     assert [k for k in ALL_KEYS if any(k in t for t in texts)] == []

@@ -5,26 +5,15 @@ from __future__ import annotations
 import logging
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from byok.models import ProviderCredential
-from tests.byok.helpers import create_credential, make_provider
+from tests.byok.helpers import create_credential, database_dump, make_provider
 
 pytestmark = pytest.mark.django_db
 
 FIRST_KEY = "sk-secret-first-Hq2Wv8Ln4Xs6Dk1Pz3RaTy"
 SECOND_KEY = "sk-secret-second-Mb7Gc5Jt9Uf2Ei4Ow6QxZr"
-
-
-def database_dump() -> str:
-    """Every row of every table, as text."""
-    parts = []
-    with connection.cursor() as cursor:
-        for table in connection.introspection.table_names(cursor):
-            cursor.execute(f"SELECT * FROM {connection.ops.quote_name(table)}")
-            parts.extend(repr(row) for row in cursor.fetchall())
-    return "\n".join(parts)
 
 
 def test_raw_keys_are_in_no_response_no_table_and_no_log_line(api, org, caplog):
