@@ -31,11 +31,13 @@ def gateway(gateway_server, transactional_db, org):
 
 def respond(client, key, *, stream=False, **body):
     payload = {"model": "echo/echo-1", "input": "hello", "stream": stream, **body}
-    return client.post(
+    response = client.post(
         "/responses",
         json=payload,
         headers={"Authorization": f"Bearer {key}", "X-Service-Metadata": "enabled"},
     )
+    wait_idle()  # accounting runs after the answer; SQLite cannot take the test's writes meanwhile
+    return response
 
 
 def sse_events(text: str) -> list:
