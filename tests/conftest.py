@@ -3,6 +3,7 @@ running the ASGI application (uvicorn in a thread) for data-plane tests."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -18,6 +19,7 @@ from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F4
 # A fixed Fernet key for BYOK and destination secrets in tests (never used outside the test suite), so the
 # suite runs the same on a fresh clone, whatever .env or the environment hold.
 TEST_ENCRYPTION_KEY = "Mv0OaV5a8TLgq1c9Ps_2Gm8dDZJ1U8wGTu8nwrDzs6M="
+os.environ["GATEWAY_BYOK_ENCRYPTION_KEYS"] = TEST_ENCRYPTION_KEY  # for gateway processes that tests start
 
 
 @pytest.fixture(scope="session", autouse=True)
