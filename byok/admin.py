@@ -8,6 +8,8 @@ from django.contrib import admin
 
 from byok import services
 from byok.models import ProviderCredential
+from byok.serializers import ProviderCredentialUpdateSerializer
+from gateway_project.api.errors import GatewayError
 from inference.models import Provider
 
 
@@ -49,7 +51,23 @@ class ProviderCredentialForm(forms.ModelForm):
         workspace, organization = cleaned.get("workspace"), cleaned.get("organization")
         if workspace is not None and organization is not None and workspace.organization_id != organization.id:
             self.add_error("workspace", "The workspace belongs to another organization.")
+        self._clean_restrictions(cleaned, organization)
         return cleaned
+
+    def _clean_restrictions(self, cleaned: dict, organization) -> None:
+        """The allow-lists follow the API's rules (shape, limits, key hashes of the organization)."""
+        present = {f: cleaned[f] for f in services.RESTRICTION_FIELDS if f in cleaned}
+        serializer = ProviderCredentialUpdateSerializer(data=present, partial=True)
+        if not serializer.is_valid():
+            for field, errors in serializer.errors.items():
+                self.add_error(field, [str(e) for e in (errors if isinstance(errors, list) else [errors])])
+            return
+        cleaned.update(serializer.validated_data)
+        if organization is not None:
+            try:
+                services.check_key_hashes(organization.id, cleaned.get("allowed_api_key_hashes"))
+            except GatewayError as error:
+                self.add_error("allowed_api_key_hashes", error.message)
 
 
 @admin.register(ProviderCredential)

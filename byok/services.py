@@ -39,7 +39,7 @@ def _check_provider(provider: str) -> None:
         raise validation_error("provider", f"unknown provider '{provider}'")
 
 
-def _check_key_hashes(organization_id: uuid.UUID, hashes: list[str] | None) -> None:
+def check_key_hashes(organization_id: uuid.UUID, hashes: list[str] | None) -> None:
     """400 when a hash does not name a key of the organization."""
     if not hashes:
         return
@@ -83,7 +83,7 @@ def provider_credential_create(
 ) -> ProviderCredential:
     """Store a new BYOK credential; `sort_order` defaults to after the organization's keys of that provider."""
     _check_provider(provider)
-    _check_key_hashes(organization.id, allowed_api_key_hashes)
+    check_key_hashes(organization.id, allowed_api_key_hashes)
     credential = ProviderCredential(
         organization=organization,
         workspace=workspace,
@@ -108,7 +108,7 @@ def provider_credential_update(
 ) -> ProviderCredential:
     """Apply a PATCH: only the present fields change, None clears a restriction, `raw_key` rotates in place."""
     if "allowed_api_key_hashes" in data:
-        _check_key_hashes(credential.organization_id, data["allowed_api_key_hashes"])
+        check_key_hashes(credential.organization_id, data["allowed_api_key_hashes"])
     for field in UPDATABLE_FIELDS:
         if field in data:
             setattr(credential, field, data[field])

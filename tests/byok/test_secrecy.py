@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -84,6 +85,14 @@ def test_admin_never_shows_the_key_and_can_rotate_it(api, org):
     assert added.status_code == 200 and "Enter the provider key." in added.content.decode()
     unknown = client.post("/admin/byok/providercredential/add/", {**form, "provider": "nope"})
     assert "Unknown provider" in unknown.content.decode()
+    bad_hash = client.post("/admin/byok/providercredential/add/", {**form, "allowed_api_key_hashes": '["abc"]'})
+    assert "64 lowercase hexadecimal" in bad_hash.content.decode()
+    foreign = client.post("/admin/byok/providercredential/add/", {**form, "allowed_api_key_hashes": f'["{"e" * 64}"]'})
+    assert "unknown API key hash" in foreign.content.decode()
+    too_many = client.post(
+        "/admin/byok/providercredential/add/", {**form, "allowed_models": json.dumps([f"m{i}" for i in range(101)])}
+    )
+    assert "no more than 100 elements" in too_many.content.decode()
     assert ProviderCredential.objects.count() == 1
 
     deleted = client.post(f"/admin/byok/providercredential/{data['id']}/delete/", {"post": "yes"}, follow=True)
