@@ -18,6 +18,7 @@ Adapters subclass `HttpAdapter` and provide the pure parts: `build_request`, `pa
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import email.utils
 import functools
@@ -68,6 +69,18 @@ async def close_session() -> None:
     session = _sessions.pop(asyncio.get_running_loop(), None)
     if session is not None:
         await session.close()
+
+
+@atexit.register
+def _drop_sessions_at_exit() -> None:
+    """Close, without a loop, the sessions of loops that are gone (no "Unclosed client session" noise at exit)."""
+    for loop, session in list(_sessions.items()):
+        if not loop.is_running():
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()  # the synchronous part of close(); nothing is left to await without a loop
+    _sessions.clear()
 
 
 @functools.lru_cache(maxsize=64)
