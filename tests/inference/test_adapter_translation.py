@@ -153,6 +153,12 @@ def test_chat_stream_assembles_parallel_tool_call_deltas():
     assert [i["call_id"] for i in parser.finish().output] == ["a", "b"]
 
 
+def test_chat_error_inside_a_200_body_maps_its_kind():
+    with pytest.raises(ProviderError) as caught:
+        parse_chat({"error": {"message": "Overloaded", "type": "overloaded_error"}})
+    assert caught.value.kind is ProviderErrorKind.OVERLOADED
+
+
 def test_chat_stream_error_chunk_maps_its_kind():
     with pytest.raises(ProviderError) as caught:
         ChatStreamParser().feed(sse('{"error":{"message":"slow down","type":"rate_limit_exceeded"}}'))
@@ -190,6 +196,13 @@ def test_anthropic_translates_history_with_images_and_tool_calls_both_ways():
             ],
         },
     ]
+
+
+def test_anthropic_leaves_out_empty_text():
+    body, _ = anthropic.build_body(
+        {"input": [{"role": "assistant", "content": ""}, {"role": "user", "content": "x"}]}, "claude", False
+    )
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
 
 
 def test_anthropic_image_url_tools_format_and_cache_control():
