@@ -115,6 +115,22 @@ def test_restrictions_decide_whether_the_credential_is_used(upstream, org):
     assert keys_seen(fake) == [ROTATED] and body["usage"]["is_byok"] is True
 
 
+@pytest.mark.parametrize("api_format", ["openai-responses", "openai-chat", "anthropic-messages"])
+def test_every_adapter_sends_the_byok_key(gateway_server, transactional_db, org, fake_upstream, api_format):
+    from inference.routing import clear_caches
+
+    clear_caches()  # the flushed test database restarts the policy version
+    slug = f"fake-{api_format}"
+    add_endpoint(f"{slug}/model-x", slug, api_format=api_format, base_url=fake_upstream.base_url)
+    provider_credential_create(organization=org.organization, provider=slug, raw_key=KEY_A, workspace=None)
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        for stream in (False, True):
+            response = respond(client, org.inference_key, model=f"{slug}/model-x", stream=stream)
+            assert response.status_code == 200, response.text
+    assert keys_seen(fake_upstream) == [KEY_A, KEY_A]
+    assert [g.is_byok for g in generations(2)] == [True, True]
+
+
 def test_the_keys_leak_nowhere_even_when_the_upstream_quotes_them(upstream, org, caplog):
     client, fake = upstream
     caplog.set_level(logging.DEBUG)
