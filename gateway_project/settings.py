@@ -162,11 +162,6 @@ GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=
 
 # `max_tokens` sent to Anthropic when the request has no `max_output_tokens` (the Messages API requires it).
 GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4096)
-# Upstream time limits in seconds: TCP connect; until the response head / first stream event; the whole JSON
-# body, or between two stream reads. Running out is a `timeout` (524 when every candidate timed out).
-GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
-GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
-GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
 
 LOGGING = {
     "version": 1,

@@ -77,17 +77,6 @@ class Timeouts:
     read: float = 120.0  # between stream events / for the whole JSON body
 
 
-def default_timeouts() -> Timeouts:
-    """The operator's upstream time limits (GATEWAY_UPSTREAM_*_TIMEOUT settings), else the defaults above."""
-    from django.conf import settings
-
-    return Timeouts(
-        connect=getattr(settings, "GATEWAY_UPSTREAM_CONNECT_TIMEOUT", Timeouts.connect),
-        first_byte=getattr(settings, "GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", Timeouts.first_byte),
-        read=getattr(settings, "GATEWAY_UPSTREAM_READ_TIMEOUT", Timeouts.read),
-    )
-
-
 @dataclass(slots=True)
 class UpstreamCall:
     """One attempt at one endpoint with one credential."""
@@ -97,7 +86,7 @@ class UpstreamCall:
     base_url: str
     credential: Credential
     stream: bool
-    timeouts: Timeouts = field(default_factory=default_timeouts)
+    timeouts: Timeouts = field(default_factory=Timeouts)
     extra_headers: dict[str, str] = field(default_factory=dict)
 
 

@@ -383,18 +383,3 @@ async def test_cancelling_a_call_closes_the_upstream_connection(fake_upstream, a
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await fake_upstream.wait_disconnected(5)
-
-
-async def test_calls_without_timeouts_use_the_upstream_timeout_settings(fake_upstream, settings):
-    settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = 0.3
-    call = UpstreamCall(
-        body={"input": "hi"},
-        upstream_model="slow-first-byte-3000",
-        base_url=fake_upstream.base_url,
-        credential=Credential(KEY),
-        stream=False,
-    )
-    assert call.timeouts.first_byte == 0.3
-    with pytest.raises(ProviderError) as caught:
-        await get_adapter("openai-chat").complete(call)
-    assert caught.value.kind is ProviderErrorKind.TIMEOUT
