@@ -159,6 +159,9 @@ GATEWAY_REGION_HOSTS = env.dict("GATEWAY_REGION_HOSTS", default={})
 # Fernet keys for BYOK and destination secrets, comma separated; the first one encrypts.
 GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=[])
 
+# Rankings dataset: fraction of requests classified for the sampled (category, language_type) dataset.
+GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
