@@ -54,7 +54,8 @@ def _source(query: RankingQuery) -> tuple[str, list]:
     if query.sampled:
         dimension, value = ("category", query.category) if query.category else ("language_type", query.language_type)
         return (
-            "rankings_weeklysampledtokens WHERE dimension = %s AND value = %s AND week_start >= %s AND week_start <= %s",
+            "rankings_weeklysampledtokens WHERE dimension = %s AND value = %s"
+            " AND week_start >= %s AND week_start <= %s",
             [dimension, value, query.start_date, query.end_date],
         )
     if not query.modality and not query.context_bucket:
