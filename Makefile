@@ -28,6 +28,7 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 run: $(VENV)/.runtime-installed .env
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
+	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
 

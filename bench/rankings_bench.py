@@ -31,14 +31,23 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
 FILL_YEAR = """
-INSERT INTO rankings_dailymodeltotal (date, model_permaslug, total_tokens)
-SELECT d::date, 'bench/model-' || lpad(m::text, 4, '0'), (1e9 / (m + 1) * (0.5 + random()))::bigint
+DELETE FROM rankings_dailymodeltotal WHERE model_permaslug LIKE 'bench/%%';
+DELETE FROM rankings_dailymodeltokens WHERE model_permaslug LIKE 'bench/%%';
+INSERT INTO rankings_dailymodeltotal (date, model_permaslug, total_tokens, position)
+SELECT d::date, 'bench/model-' || lpad(m::text, 4, '0'), (1e9 / (m + 1) * (0.5 + random()))::bigint, 0
 FROM generate_series(%(end)s::date - 364, %(end)s::date, interval '1 day') AS d, generate_series(0, %(k)s - 1) AS m
 ON CONFLICT DO NOTHING;
 INSERT INTO rankings_dailymodeltokens (date, model_permaslug, context_bucket, output_text, output_image,
     input_image, input_audio, tool_calling, total_tokens, requests)
 SELECT date, model_permaslug, b, true, false, false, false, b = '10K', total_tokens / 2, 1
 FROM rankings_dailymodeltotal, unnest(ARRAY['1K', '10K']) AS b WHERE model_permaslug LIKE 'bench/%%';
+UPDATE rankings_dailymodeltotal SET position = ranked.position FROM (
+    SELECT id, ROW_NUMBER() OVER (PARTITION BY date ORDER BY total_tokens DESC, model_permaslug COLLATE "C") AS position
+    FROM rankings_dailymodeltotal) AS ranked
+WHERE rankings_dailymodeltotal.id = ranked.id;
+DELETE FROM rankings_dailylongtail;
+INSERT INTO rankings_dailylongtail (date, total_tokens)
+SELECT date, SUM(total_tokens) FROM rankings_dailymodeltotal WHERE position > 50 GROUP BY date;
 ANALYZE;
 """
 
@@ -48,11 +57,18 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=3)
     parser.add_argument("--per-day", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=2000)
+    parser.add_argument("--query-only", action="store_true", help="Skip generation and aggregation")
     args = parser.parse_args()
     if connection.vendor != "postgresql":
         sys.exit("run this against PostgreSQL (DATABASE_URL=postgres://...)")
     call_command("migrate", verbosity=0)
     call_command("bootstrap", verbosity=0, json=True)
+    if not args.query_only:
+        measure_aggregation(args)
+    measure_query(args)
+
+
+def measure_aggregation(args) -> None:
     started = time.perf_counter()
     call_command(
         "generate_demo_traffic",
@@ -76,6 +92,8 @@ def main() -> None:
         f"generations; a year at this rate: {per_day * 365 / 60:.1f} min"
     )
 
+
+def measure_query(args) -> None:
     with connection.cursor() as cursor:
         cursor.execute(FILL_YEAR, {"end": "2026-06-30", "k": args.models})
     from django.test import override_settings

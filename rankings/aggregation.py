@@ -13,13 +13,14 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import BigIntegerField, Case, Count, F, Sum, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
 from inference.models import Generation, Model
 from rankings.models import (
+    TOP_N,
     AggregatedDay,
     DailyModelTokens,
     DailyModelTotal,
@@ -62,6 +63,14 @@ def _tokens():
     return Sum(Cast(F("input_tokens"), BigIntegerField()) + Cast(F("output_tokens"), BigIntegerField()))
 
 
+def _roomy_session() -> None:
+    """On PostgreSQL, let the day's GROUP BY hash in memory instead of sorting on disk (this transaction only)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL work_mem = '256MB'")
+            cursor.execute("SET LOCAL jit = off")
+
+
 def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
     start, end = day_bounds(day)
     grouped = (
@@ -72,6 +81,9 @@ def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
         .order_by()
     )
     merged: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    with transaction.atomic():
+        _roomy_session()
+        grouped = list(grouped)
     for row in grouped:
         inputs = set(row["input_modalities"] or ["text"])
         outputs = set(row["output_modalities"] or ["text"])
@@ -151,10 +163,38 @@ def aggregate_exact_day(day: date, public: dict[str, str] | None = None) -> int:
             [DailyModelTotal(date=day, model_permaslug=slug, total_tokens=t) for slug, t in totals.items()],
             batch_size=2000,
         )
+        rank_daily_totals(day)
         AggregatedDay.objects.update_or_create(
             date=day, defaults={"aggregated_at": timezone.now(), "generations": generations}
         )
     return generations
+
+
+def rank_daily_totals(day: date) -> None:
+    """Store each model's rank within the day and the long tail's sum (computed in the database with a window
+    function), so the unfiltered daily query reads 50 rows and one sum per day."""
+    collate = '"C"' if connection.vendor == "postgresql" else "BINARY"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE rankings_dailymodeltotal SET position = ranked.position
+            FROM (
+                SELECT id, ROW_NUMBER() OVER (ORDER BY total_tokens DESC, model_permaslug COLLATE {collate}) AS position
+                FROM rankings_dailymodeltotal WHERE date = %s
+            ) AS ranked
+            WHERE rankings_dailymodeltotal.id = ranked.id
+            """,
+            [day],
+        )
+        cursor.execute("DELETE FROM rankings_dailylongtail WHERE date = %s", [day])
+        cursor.execute(
+            f"""
+            INSERT INTO rankings_dailylongtail (date, total_tokens)
+            SELECT date, SUM(total_tokens) FROM rankings_dailymodeltotal
+            WHERE date = %s AND position > {TOP_N} GROUP BY date
+            """,
+            [day],
+        )
 
 
 def aggregate_sampled_week(week: date, public: dict[str, str] | None = None) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+TOP_N = 50  # models per date in the dataset; the rest are summed into one `other` row
+
 
 class DailyModelTokens(models.Model):
     """Exact dataset: tokens (prompt + completion) of one public model on one UTC day, split by the
@@ -33,14 +35,28 @@ class DailyModelTotal(models.Model):
     date = models.DateField()
     model_permaslug = models.CharField(max_length=220)
     total_tokens = models.BigIntegerField()
+    position = models.PositiveIntegerField(default=0, help_text="Rank within the day (1 = most tokens)")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["date", "model_permaslug"], name="rankings_total_date_model_unique"),
         ]
+        indexes = [
+            models.Index(fields=["date"], condition=models.Q(position__lte=TOP_N), name="rankings_total_date_top50"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.date} {self.model_permaslug} {self.total_tokens}"
+
+
+class DailyLongTail(models.Model):
+    """Tokens of every public model outside one day's top 50: the `other` row of the unfiltered query."""
+
+    date = models.DateField(primary_key=True)
+    total_tokens = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.date} other {self.total_tokens}"
 
 
 class SampledDimension(models.TextChoices):

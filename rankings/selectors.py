@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Max
 
-from rankings.models import AggregatedDay
+from rankings.models import TOP_N, AggregatedDay
 
-TOP_N = 50
 OTHER = "other"
 
 MODALITY_COLUMNS = {
@@ -70,34 +69,57 @@ def _source(query: RankingQuery) -> tuple[str, list]:
     return "rankings_dailymodeltokens WHERE " + " AND ".join(where), params
 
 
+def _base_sql(query: RankingQuery, source: str) -> str:
+    """One row per (bucket, model) with its tokens."""
+    date_column = "week_start" if query.sampled else "date"
+    bucket = _bucket_sql(date_column, query.period)
+    return (
+        f"SELECT {bucket} AS bucket, model_permaslug AS slug, SUM(total_tokens) AS tokens FROM {source} GROUP BY 1, 2"
+    )
+
+
+def _daily_totals_sql(collate: str) -> str:
+    """The common query (period=day, no filter): ranks and long-tail sums stored at aggregation time."""
+    return f"""
+        SELECT bucket, slug, tokens, is_other FROM (
+            SELECT date AS bucket, model_permaslug AS slug, total_tokens AS tokens, 0 AS is_other
+            FROM rankings_dailymodeltotal WHERE date >= %s AND date <= %s AND position <= {TOP_N}
+            UNION ALL
+            SELECT date AS bucket, '{OTHER}' AS slug, total_tokens AS tokens, 1 AS is_other
+            FROM rankings_dailylongtail WHERE date >= %s AND date <= %s AND total_tokens > 0
+        ) AS cut
+        ORDER BY bucket ASC, is_other ASC, tokens DESC, slug{collate} ASC
+    """
+
+
 def rankings(query: RankingQuery) -> list[dict]:
     """Rows {date, model_permaslug, total_tokens (str)} sorted by date, tokens desc, slug, `other` last."""
     source, params = _source(query)
-    date_column = "week_start" if query.sampled else "date"
-    bucket = _bucket_sql(date_column, query.period)
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    if not query.sampled and query.period == "day" and not query.modality and not query.context_bucket:
+        return _fetch(_daily_totals_sql(collate), params + params)
     sql = f"""
-        WITH base AS (
-            SELECT {bucket} AS bucket, model_permaslug AS slug, SUM(total_tokens) AS tokens
-            FROM {source}
-            GROUP BY 1, 2
-        ), ranked AS (
+        WITH base AS ({_base_sql(query, source)}),
+        ranked AS (
             SELECT bucket, slug, tokens,
-                   ROW_NUMBER() OVER (PARTITION BY bucket ORDER BY tokens DESC, slug ASC) AS position
+                   ROW_NUMBER() OVER (PARTITION BY bucket ORDER BY tokens DESC, slug{collate} ASC) AS position
             FROM base
-        ), cut AS (
-            SELECT bucket,
-                   CASE WHEN position <= {TOP_N} THEN slug ELSE '{OTHER}' END AS slug,
-                   CASE WHEN position <= {TOP_N} THEN 0 ELSE 1 END AS is_other,
-                   tokens
-            FROM ranked
         )
-        SELECT bucket, slug, SUM(tokens) AS total, is_other
-        FROM cut
-        GROUP BY bucket, slug, is_other
-        HAVING SUM(tokens) > 0 OR is_other = 0
-        ORDER BY bucket ASC, is_other ASC, total DESC, slug ASC
+        SELECT bucket, slug, tokens, is_other FROM (
+            SELECT bucket, slug, tokens, 0 AS is_other FROM ranked WHERE position <= {TOP_N}
+            UNION ALL
+            SELECT bucket, '{OTHER}' AS slug, SUM(tokens) AS tokens, 1 AS is_other FROM ranked
+            WHERE position > {TOP_N} GROUP BY bucket HAVING SUM(tokens) > 0
+        ) AS cut
+        ORDER BY bucket ASC, is_other ASC, tokens DESC, slug{collate} ASC
     """
-    with connection.cursor() as cursor:
+    return _fetch(sql, params)
+
+
+def _fetch(sql: str, params: list) -> list[dict]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL work_mem = '64MB'")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
