@@ -37,6 +37,7 @@ env-encryption-key: .env
 run: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
+	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
 
