@@ -58,6 +58,27 @@ def compute_cost(candidate: Candidate | None, usage: Usage) -> Decimal:
     )
 
 
+def _text_chars(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_text_chars(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_text_chars(v) for k, v in value.items() if k in ("content", "text", "output", "arguments"))
+    return 0
+
+
+def estimate_usage(ctx: Context, streamed_text: str) -> None:
+    """A stream that failed or was cancelled after the first byte has no upstream usage: estimate it
+    (about 4 characters per token) so the tokens that were produced are still accounted for."""
+    outcome = ctx.outcome
+    if outcome.usage.input_tokens or outcome.usage.output_tokens:
+        return
+    chars_in = _text_chars(ctx.body.get("input")) + len(ctx.body.get("instructions") or "")
+    outcome.usage = Usage(input_tokens=(chars_in + 3) // 4, output_tokens=(len(streamed_text) + 3) // 4)
+    outcome.cost = compute_cost(outcome.candidate, outcome.usage)
+
+
 def context_bucket(input_tokens: int) -> str:
     for limit, name in CONTEXT_BUCKETS:
         if input_tokens <= limit:
