@@ -8,7 +8,7 @@ class ObservabilityConfig(AppConfig):
     def ready(self) -> None:
         from gateway_project.policy_cache import watch_models
         from inference.signals import generation_recorded
-        from observability import checks, receivers  # noqa: F401  (checks register themselves)
+        from observability import receivers
         from observability.models import Destination
 
         watch_models(Destination)
