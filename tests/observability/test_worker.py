@@ -87,7 +87,7 @@ def test_backoff_is_exponential_with_jitter(api, org, receiver):
     worker.run_once()
     row = OutboxEntry.objects.get()
     delay = (row.next_attempt_at - before).total_seconds()
-    assert 5 <= delay <= 10.5
+    assert 5 <= delay <= 12
     assert worker.run_once() == 0  # not due yet
     for attempts, low, high in ((1, 5, 10), (2, 10, 20), (3, 20, 40), (10, 500, 1000)):
         samples = [backoff_seconds(attempts, 10, 1000) for _ in range(200)]
@@ -103,7 +103,7 @@ def test_429_retry_after_is_honoured(api, org, receiver):
     make_worker().run_once()
     row = OutboxEntry.objects.get()
     assert row.status == "pending" and row.last_status_code == 429
-    assert 119 <= (row.next_attempt_at - before).total_seconds() <= 122
+    assert 119 <= (row.next_attempt_at - before).total_seconds() <= 125
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0
     assert parse_retry_after("soon") is None
 
@@ -239,13 +239,15 @@ def test_command_delivers_and_stops_cleanly_on_sigterm(api, org, receiver, setti
     webhook(api, receiver)
     record_generation(org)
 
+    before = signal.getsignal(signal.SIGTERM)
+
     def terminate():
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not receiver.requests and time.monotonic() < deadline:
             time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGTERM)
+        if signal.getsignal(signal.SIGTERM) is not before:  # never SIGTERM pytest itself
+            os.kill(os.getpid(), signal.SIGTERM)
 
-    before = signal.getsignal(signal.SIGTERM)
     killer = threading.Thread(target=terminate)
     killer.start()
     out = StringIO()
