@@ -6,6 +6,7 @@ import logging
 import re
 import uuid
 
+import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -165,31 +166,46 @@ def destination_delete(*, destination: Destination) -> None:
     destination.save(update_fields=["deleted_at", "enabled", "updated_at"])
 
 
-_OUTBOX_FIELDS = (
+_OUTBOX_COLUMNS = (
     "id",
-    "destination",
+    "destination_id",
     "generation_id",
     "payload",
     "status",
     "attempts",
     "next_attempt_at",
     "last_error",
+    "created_at",
 )
 
 
 def _insert_outbox(rows: list[tuple[uuid.UUID, dict]], generation_id, now) -> None:
-    """One INSERT of the outbox rows, without the ORM's per-instance overhead (this runs for every request)."""
-    fields = [OutboxEntry._meta.get_field(name) for name in _OUTBOX_FIELDS] + [
-        OutboxEntry._meta.get_field("created_at")
+    """One INSERT of the outbox rows, without the ORM's per-instance overhead (this runs for every request).
+
+    Values are adapted once per call: UUIDs and the timestamp by the backend's own adapters, the payload
+    serialized with orjson (PostgreSQL casts the text parameter to jsonb).
+    """
+    ops = connection.ops
+    uuid_field = OutboxEntry._meta.pk
+    when = ops.adapt_datetimefield_value(now)
+    generation = uuid_field.get_db_prep_value(generation_id, connection)
+    columns = ", ".join(ops.quote_name(name) for name in _OUTBOX_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(_OUTBOX_COLUMNS))
+    sql = f"INSERT INTO {ops.quote_name(OutboxEntry._meta.db_table)} ({columns}) VALUES ({placeholders})"
+    params = [
+        (
+            uuid_field.get_db_prep_value(uuid.uuid4(), connection),
+            uuid_field.get_db_prep_value(destination_id, connection),
+            generation,
+            orjson.dumps(payload, default=str).decode(),
+            DeliveryStatus.PENDING.value,
+            0,
+            when,
+            "",
+            when,
+        )
+        for destination_id, payload in rows
     ]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
-    placeholders = ", ".join(["%s"] * len(fields))
-    sql = f"INSERT INTO {quote(OutboxEntry._meta.db_table)} ({columns}) VALUES ({placeholders})"
-    params = []
-    for destination_id, payload in rows:
-        values = (uuid.uuid4(), destination_id, generation_id, payload, DeliveryStatus.PENDING, 0, now, "", now)
-        params.append([field.get_db_prep_save(value, connection) for field, value in zip(fields, values, strict=True)])
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
 
