@@ -179,6 +179,16 @@ _OUTBOX_COLUMNS = (
 )
 
 
+# A JSON `\u0000` escape (preceded by an even number of backslashes): PostgreSQL's jsonb rejects it.
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _json_text(payload: dict) -> str:
+    """The payload as JSON text, without NUL characters (one in a prompt must not fail the Generation write)."""
+    text = orjson.dumps(payload, default=str).decode()
+    return _NUL_ESCAPE.sub(r"\1", text) if "\\u0000" in text else text
+
+
 def _insert_outbox(rows: list[tuple[uuid.UUID, dict]], generation_id, now) -> None:
     """One INSERT of the outbox rows, without the ORM's per-instance overhead (this runs for every request).
 
@@ -197,7 +207,7 @@ def _insert_outbox(rows: list[tuple[uuid.UUID, dict]], generation_id, now) -> No
             uuid_field.get_db_prep_value(uuid.uuid4(), connection),
             uuid_field.get_db_prep_value(destination_id, connection),
             generation,
-            orjson.dumps(payload, default=str).decode(),
+            _json_text(payload),
             DeliveryStatus.PENDING.value,
             0,
             when,

@@ -246,3 +246,11 @@ def test_a_failing_outbox_never_loses_the_generation(api, org, monkeypatch, capl
     assert Generation.objects.filter(pk=generation.pk).exists()
     assert OutboxEntry.objects.count() == 0
     assert f"could not queue the traces of generation {generation.id}" in caplog.text
+
+
+def test_nul_characters_do_not_break_the_write(api, org):
+    dest = destination(api)
+    body = {"model": "m", "input": "a\x00b and a literal \\u0000"}
+    generation = record_generation(org, body=body, output_text="out\x00put")
+    payload = rows_for(generation, dest).get().payload
+    assert payload["input"] == "ab and a literal \\u0000" and payload["output_text"] == "output"
