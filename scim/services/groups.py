@@ -1,0 +1,86 @@
+"""Writes of SCIM groups. A change of a group's members re-applies its mappings in the same transaction."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import transaction
+from scim2_models import InvalidValueException, PatchOp
+
+from scim.models import ScimGroup, ScimGroupMember, ScimUser
+from scim.protocol.resources import GroupResource, group_resource, stored_attributes
+from scim.services.membership import group_member_ids, memberships_apply, pairs_for_group
+
+
+def _member_ids(organization_id: uuid.UUID, resource: GroupResource) -> set[uuid.UUID]:
+    """The users a resource names as members; each must be a SCIM user of the organization."""
+    wanted: dict[uuid.UUID, str] = {}
+    for member in resource.members or []:
+        try:
+            wanted[uuid.UUID(str(member.value))] = str(member.value)
+        except ValueError:
+            raise InvalidValueException(detail=f"members: '{member.value}' is not a user of this service") from None
+    found = set(
+        ScimUser.objects.filter(organization_id=organization_id, user_id__in=list(wanted)).values_list(
+            "user_id", flat=True
+        )
+    )
+    missing = [raw for key, raw in wanted.items() if key not in found]
+    if missing:
+        raise InvalidValueException(detail=f"members: '{missing[0]}' is not a user of this service")
+    return set(wanted)
+
+
+def _set_members(group: ScimGroup, wanted: set[uuid.UUID]) -> None:
+    current = group_member_ids(group.id)
+    removed, added = current - wanted, wanted - current
+    if removed:
+        ScimGroupMember.objects.filter(group=group, user_id__in=removed).delete()
+    ScimGroupMember.objects.bulk_create([ScimGroupMember(group=group, user_id=u) for u in sorted(added, key=str)])
+    memberships_apply(pairs_for_group(group.id, removed | added))
+
+
+def _write(group: ScimGroup, resource: GroupResource) -> ScimGroup:
+    members = _member_ids(group.organization_id, resource)
+    group.display_name = resource.display_name
+    group.external_id = resource.external_id
+    group.attributes = stored_attributes(resource)
+    group.save()
+    _set_members(group, members)
+    return group
+
+
+@transaction.atomic
+def scim_group_create(*, organization_id: uuid.UUID, resource: GroupResource) -> ScimGroup:
+    """POST /Groups."""
+    return _write(ScimGroup(organization_id=organization_id), resource)
+
+
+def _locked(group: ScimGroup) -> ScimGroup:
+    return ScimGroup.objects.select_for_update().get(pk=group.pk)
+
+
+@transaction.atomic
+def scim_group_replace(*, group: ScimGroup, resource: GroupResource, base_url: str) -> ScimGroup:
+    """PUT /Groups/{id}: attributes and members replaced as a whole."""
+    group = _locked(group)
+    resource.replace(group_resource(group, base_url))
+    return _write(group, resource)
+
+
+@transaction.atomic
+def scim_group_patch(*, group: ScimGroup, patch: PatchOp, base_url: str) -> ScimGroup:
+    """PATCH /Groups/{id}: add/remove/replace operations (members included) applied by scim2-models."""
+    group = _locked(group)
+    resource = group_resource(group, base_url)
+    patch.patch(resource)
+    return _write(group, resource)
+
+
+@transaction.atomic
+def scim_group_delete(*, group: ScimGroup) -> None:
+    """DELETE /Groups/{id}: the group, its mappings, and the workspace memberships they gave."""
+    group = _locked(group)
+    pairs = pairs_for_group(group.id, group_member_ids(group.id))
+    group.delete()
+    memberships_apply(pairs)
