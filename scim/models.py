@@ -72,6 +72,7 @@ class ScimGroupMember(models.Model):
 
     group = models.ForeignKey(ScimGroup, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(ScimUser, on_delete=models.CASCADE, related_name="group_memberships")
+    display = models.CharField(max_length=255, null=True, blank=True, help_text="`display` as the provider sent it")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

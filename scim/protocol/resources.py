@@ -56,16 +56,16 @@ def group_resource(group: ScimGroup, base_url: str) -> GroupResource:
     data = dict(group.attributes)
     data["id"] = str(group.id)
     data["meta"] = _meta("Group", group, f"{base_url}/Groups/{group.id}")
-    members = [m.user for m in group.memberships.all()]
+    members = list(group.memberships.all())
     if members:
         data["members"] = [
             {
-                "value": str(u.user_id),
-                "display": u.display_name or u.user_name,
-                "$ref": f"{base_url}/Users/{u.user_id}",
+                "value": str(m.user_id),
+                "display": m.display or m.user.display_name or m.user.user_name,
+                "$ref": f"{base_url}/Users/{m.user_id}",
                 "type": "User",
             }
-            for u in members
+            for m in members
         ]
     return GroupResource.model_validate(data)
 

@@ -12,12 +12,15 @@ from scim.protocol.resources import GroupResource, group_resource, stored_attrib
 from scim.services.membership import group_member_ids, memberships_apply, pairs_for_group
 
 
-def _member_ids(organization_id: uuid.UUID, resource: GroupResource) -> set[uuid.UUID]:
-    """The users a resource names as members; each must be a SCIM user of the organization."""
+def _members(organization_id: uuid.UUID, resource: GroupResource) -> dict[uuid.UUID, str | None]:
+    """The users a resource names as members (→ their `display`); each must be a SCIM user of the organization."""
     wanted: dict[uuid.UUID, str] = {}
+    displays: dict[uuid.UUID, str | None] = {}
     for member in resource.members or []:
         try:
-            wanted[uuid.UUID(str(member.value))] = str(member.value)
+            key = uuid.UUID(str(member.value))
+            wanted[key] = str(member.value)
+            displays[key] = member.display[:255] if member.display else None
         except ValueError:
             raise InvalidValueException(detail=f"members: '{member.value}' is not a user of this service") from None
     found = set(
@@ -28,20 +31,26 @@ def _member_ids(organization_id: uuid.UUID, resource: GroupResource) -> set[uuid
     missing = [raw for key, raw in wanted.items() if key not in found]
     if missing:
         raise InvalidValueException(detail=f"members: '{missing[0]}' is not a user of this service")
-    return set(wanted)
+    return displays
 
 
-def _set_members(group: ScimGroup, wanted: set[uuid.UUID]) -> None:
-    current = group_member_ids(group.id)
-    removed, added = current - wanted, wanted - current
+def _set_members(group: ScimGroup, wanted: dict[uuid.UUID, str | None]) -> None:
+    current = {m.user_id: m for m in ScimGroupMember.objects.filter(group=group)}
+    removed, added = set(current) - set(wanted), set(wanted) - set(current)
     if removed:
         ScimGroupMember.objects.filter(group=group, user_id__in=removed).delete()
-    ScimGroupMember.objects.bulk_create([ScimGroupMember(group=group, user_id=u) for u in sorted(added, key=str)])
+    ScimGroupMember.objects.bulk_create(
+        [ScimGroupMember(group=group, user_id=u, display=wanted[u]) for u in sorted(added, key=str)]
+    )
+    changed = [m for u, m in current.items() if u in wanted and wanted[u] and m.display != wanted[u]]
+    for member in changed:
+        member.display = wanted[member.user_id]
+    ScimGroupMember.objects.bulk_update(changed, ["display"])
     memberships_apply(pairs_for_group(group.id, removed | added))
 
 
 def _write(group: ScimGroup, resource: GroupResource) -> ScimGroup:
-    members = _member_ids(group.organization_id, resource)
+    members = _members(group.organization_id, resource)
     group.display_name = resource.display_name
     group.external_id = resource.external_id
     group.attributes = stored_attributes(resource)
