@@ -13,7 +13,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Left, Right, StrIndex
+from django.db.models.lookups import Exact, GreaterThan
 from scim2_models import InvalidFilterException
 from scim2_models.path import (
     CompareOperator,
@@ -65,12 +67,6 @@ STRING_LOOKUPS = {
     CompareOperator.sw: "istartswith",
     CompareOperator.ew: "iendswith",
 }
-EXACT_LOOKUPS = {
-    CompareOperator.eq: "exact",
-    CompareOperator.co: "contains",
-    CompareOperator.sw: "startswith",
-    CompareOperator.ew: "endswith",
-}
 ORDER_LOOKUPS = {
     CompareOperator.gt: "gt",
     CompareOperator.ge: "gte",
@@ -85,6 +81,16 @@ def _parse_datetime(value) -> datetime:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise InvalidFilterException(detail=f"'{value}' is not a date-time") from None
+
+
+def _case_exact(field: str, op: CompareOperator, value: str) -> Q:
+    """Case-sensitive eq/co/sw/ew on every database (SQLite's LIKE ignores case, so no __contains)."""
+    if op == CompareOperator.eq:
+        return Q(**{field: value})
+    if op == CompareOperator.co:
+        return Q(GreaterThan(StrIndex(F(field), Value(value)), 0))
+    cut = Left if op == CompareOperator.sw else Right
+    return Q(Exact(cut(F(field), len(value)), Value(value)))
 
 
 class QueryBuilder(FilterVisitor[Q]):
@@ -124,10 +130,11 @@ class QueryBuilder(FilterVisitor[Q]):
             if lookup is None:
                 raise Untranslatable(column.field)
             return Q(**{f"{column.field}__{lookup}": _parse_datetime(value)})
-        lookups = EXACT_LOOKUPS if column.kind == "exact" else STRING_LOOKUPS
-        if op not in lookups:
+        if op not in STRING_LOOKUPS:
             raise Untranslatable(column.field)  # string ordering: evaluated by scim2-models
-        return Q(**{f"{column.field}__{lookups[op]}": str(value)})
+        if column.kind == "exact":
+            return _case_exact(column.field, op, str(value))
+        return Q(**{f"{column.field}__{STRING_LOOKUPS[op]}": str(value)})
 
     def visit_comparison(self, node: Comparison) -> Q:
         path = node.attr_path

@@ -32,6 +32,10 @@ class ScimClient:
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
 
+    def query(self, path, **params):
+        """GET with query parameters encoded by the test client (filters contain spaces and quotes)."""
+        return self.client.get(f"{SCIM}{path}", params, HTTP_AUTHORIZATION=f"Bearer {self.key}")
+
     def post(self, path, body=None, **kw):
         return self.request("POST", path, body, **kw)
 

@@ -1,0 +1,136 @@
+"""SCIM 2.0 Groups: members through POST, PUT and PATCH, filters, discovery endpoints."""
+
+from __future__ import annotations
+
+import pytest
+
+from scim.models import ScimGroup, ScimGroupMember
+from tests.conftest import make_org
+from tests.scim.conftest import GROUP_SCHEMA, SCIM, ScimClient, assert_scim_error
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def users(scim):
+    return [scim.create_user(name, displayName=name.title())["id"] for name in ("ann", "ben", "cat")]
+
+
+def member_ids(body: dict) -> set[str]:
+    return {m["value"] for m in body.get("members", [])}
+
+
+def test_create_group_with_members(scim, users):
+    response = scim.post(
+        "/Groups",
+        {
+            "schemas": [GROUP_SCHEMA],
+            "displayName": "Engineering",
+            "externalId": "g-1",
+            "members": [{"value": users[0]}],
+        },
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["displayName"] == "Engineering" and body["externalId"] == "g-1"
+    assert body["members"] == [
+        {"value": users[0], "$ref": f"http://testserver{SCIM}/Users/{users[0]}", "type": "User", "display": "Ann"}
+    ]
+    user = scim.get(f"/Users/{users[0]}").json()
+    assert user["groups"] == [
+        {"value": body["id"], "$ref": body["meta"]["location"], "display": "Engineering", "type": "direct"}
+    ]
+
+
+def test_unknown_member_is_invalid_value(scim, users, db):
+    foreign = ScimClient(make_org("Elsewhere").management_key).create_user("zed")["id"]
+    for value in ("not-a-uuid", foreign):
+        body = {"schemas": [GROUP_SCHEMA], "displayName": "G", "members": [{"value": value}]}
+        assert_scim_error(scim.post("/Groups", body), 400, "invalidValue")
+    assert not ScimGroup.objects.exists()
+
+
+def test_patch_members_add_remove_replace(scim, users):
+    group = scim.create_group("Team", [users[0]])
+    path = f"/Groups/{group['id']}"
+    body = scim.patch(path, [{"op": "add", "path": "members", "value": [{"value": users[1]}, {"value": users[2]}]}])
+    assert body.status_code == 200 and member_ids(body.json()) == set(users)
+    body = scim.patch(path, [{"op": "remove", "path": f'members[value eq "{users[1]}"]'}]).json()
+    assert member_ids(body) == {users[0], users[2]}
+    body = scim.patch(path, [{"op": "replace", "path": "members", "value": [{"value": users[1]}]}]).json()
+    assert member_ids(body) == {users[1]}
+    body = scim.patch(path, [{"op": "replace", "value": {"displayName": "Renamed"}}]).json()
+    assert body["displayName"] == "Renamed" and member_ids(body) == {users[1]}
+    body = scim.patch(path, [{"op": "remove", "path": "members"}]).json()
+    assert "members" not in body
+    assert not ScimGroupMember.objects.exists()
+
+
+def test_patch_add_unknown_member_changes_nothing(scim, users):
+    group = scim.create_group("Team", [users[0]])
+    response = scim.patch(
+        f"/Groups/{group['id']}",
+        [
+            {"op": "add", "path": "members", "value": [{"value": users[1]}]},
+            {"op": "add", "path": "members", "value": [{"value": "00000000-0000-0000-0000-000000000000"}]},
+        ],
+    )
+    assert_scim_error(response, 400, "invalidValue")
+    assert member_ids(scim.get(f"/Groups/{group['id']}").json()) == {users[0]}
+
+
+def test_put_replaces_members(scim, users):
+    group = scim.create_group("Team", users[:2])
+    response = scim.put(
+        f"/Groups/{group['id']}",
+        {"schemas": [GROUP_SCHEMA], "displayName": "Team", "members": [{"value": users[2]}]},
+    )
+    assert response.status_code == 200
+    assert member_ids(response.json()) == {users[2]}
+
+
+def test_group_filters(scim, users):
+    eng = scim.create_group("Engineering", users[:2], externalId="E")
+    ops = scim.create_group("Operations", [users[2]], externalId="O")
+    cases = [
+        ('displayName eq "engineering"', {eng["id"]}),
+        ('displayName sw "Op"', {ops["id"]}),
+        ('displayName co "ing" or displayName co "tion"', {eng["id"], ops["id"]}),
+        (f'members.value eq "{users[0]}"', {eng["id"]}),
+        (f'members[value eq "{users[2]}"]', {ops["id"]}),
+        (f'members.value eq "{users[1]}" and externalId eq "E"', {eng["id"]}),
+        ('externalId eq "e"', set()),
+    ]
+    for expression, expected in cases:
+        body = scim.query("/Groups", filter=expression).json()
+        assert {r["id"] for r in body["Resources"]} == expected, expression
+        assert body["totalResults"] == len(expected)
+
+
+def test_delete_group(scim, users):
+    group = scim.create_group("Gone", users)
+    assert scim.delete(f"/Groups/{group['id']}").status_code == 204
+    assert_scim_error(scim.get(f"/Groups/{group['id']}"), 404)
+    assert "groups" not in scim.get(f"/Users/{users[0]}").json()
+
+
+def test_discovery(scim):
+    config = scim.get("/ServiceProviderConfig")
+    assert config.status_code == 200 and config["Content-Type"] == "application/scim+json"
+    body = config.json()
+    assert body["patch"] == {"supported": True}
+    assert body["filter"] == {"supported": True, "maxResults": 200}
+    assert body["bulk"]["supported"] is False
+    types = scim.get("/ResourceTypes").json()
+    assert {r["id"]: r["endpoint"] for r in types["Resources"]} == {"User": "/Users", "Group": "/Groups"}
+    assert scim.get("/ResourceTypes/Group").json()["schema"] == "urn:ietf:params:scim:schemas:core:2.0:Group"
+    schemas = scim.get("/Schemas").json()
+    assert {s["id"] for s in schemas["Resources"]} == {
+        "urn:ietf:params:scim:schemas:core:2.0:User",
+        "urn:ietf:params:scim:schemas:core:2.0:Group",
+        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User",
+    }
+    user_schema = scim.get("/Schemas/urn:ietf:params:scim:schemas:core:2.0:User").json()
+    assert "userName" in {a["name"] for a in user_schema["attributes"]}
+    assert_scim_error(scim.get("/Schemas/urn:nope"), 404)
+    assert_scim_error(scim.post("/ServiceProviderConfig", {}), 405)
