@@ -20,6 +20,7 @@ from scim2_models import (
     InvalidSyntaxException,
     NotFoundException,
     SCIMException,
+    ScimPolicy,
     UnauthorizedException,
 )
 
@@ -31,6 +32,14 @@ from gateway_project.api.permissions import MANAGEMENT_ONLY
 logger = logging.getLogger("gateway.scim")
 
 SCIM_CONTENT_TYPE = "application/scim+json"
+
+# Strict RFC 7643/7644 reading, with the two tolerances Microsoft Entra ID needs: a PATCH `remove` whose
+# `value` selects the entries to remove, and an `add`/`replace` through a path filter that matches no entry
+# yet (`emails[type eq "work"].value`) creating that entry.
+SERVER_POLICY = ScimPolicy(
+    remove_value_as_filter=ScimPolicy.RemoveValue.apply,
+    unmatched_path_filter=ScimPolicy.UnmatchedPathFilter.create,
+)
 
 
 def scim_response(payload: dict[str, Any] | None, status: int = 200, headers: dict | None = None) -> HttpResponse:
@@ -80,7 +89,8 @@ class ScimView(View):
         try:
             self.principal = self._authenticate(request)
             self.base_url = scim_base_url(request)
-            return super().dispatch(request, *args, **kwargs)
+            with SERVER_POLICY:
+                return super().dispatch(request, *args, **kwargs)
         except Exception as exc:  # every failure becomes a SCIM Error
             return exception_response(exc)
 

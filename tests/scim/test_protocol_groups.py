@@ -134,3 +134,24 @@ def test_discovery(scim):
     assert "userName" in {a["name"] for a in user_schema["attributes"]}
     assert_scim_error(scim.get("/Schemas/urn:nope"), 404)
     assert_scim_error(scim.post("/ServiceProviderConfig", {}), 405)
+
+
+def test_entra_id_style_patches(scim, users):
+    """Microsoft Entra ID removes members with a `value` and adds emails through an unmatched path filter."""
+    group = scim.create_group("Team", users)
+    response = scim.patch(
+        f"/Groups/{group['id']}", [{"op": "Remove", "path": "members", "value": [{"value": users[0]}]}]
+    )
+    assert response.status_code == 200, response.content
+    assert member_ids(response.json()) == set(users[1:])
+    response = scim.patch(
+        f"/Users/{users[0]}",
+        [
+            {"op": "Add", "path": 'emails[type eq "work"].value', "value": "ann@work.example.org"},
+            {"op": "Replace", "path": "active", "value": "False"},
+        ],
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["emails"] == [{"type": "work", "value": "ann@work.example.org"}]
+    assert body["active"] is False
