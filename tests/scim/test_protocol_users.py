@@ -187,8 +187,11 @@ def test_patch_add_replace_remove(scim, people):
 def test_patch_errors(scim, people):
     path = f"/Users/{people['bob@example.com']['id']}"
     assert_scim_error(scim.patch(path, [{"op": "jump", "path": "title", "value": "x"}]), 400, "invalidValue")
-    assert_scim_error(scim.patch(path, [{"op": "replace", "path": "id", "value": "x"}]), 400)
-    assert_scim_error(scim.patch(path, [{"op": "remove", "path": "userName"}]), 400)
+    assert_scim_error(scim.patch(path, [{"op": "replace", "path": "id", "value": "x"}]), 400, "mutability")
+    assert_scim_error(scim.patch(path, [{"op": "replace", "path": "groups", "value": []}]), 400, "mutability")
+    assert_scim_error(scim.patch(path, [{"op": "remove", "path": "userName"}]), 400, "mutability")
+    assert_scim_error(scim.patch(path, [{"op": "add", "path": "nosuch", "value": 1}]), 400, "invalidPath")
+    assert scim.get(path).json()["displayName"] == "Bob Builder"
 
 
 def test_deactivation_disables_the_users_keys_and_reactivation_restores_them(scim, org):
