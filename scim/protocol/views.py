@@ -14,7 +14,6 @@ from django.http import HttpResponse
 from scim2_models import (
     Context,
     NotFoundException,
-    NotImplementedException,
     PatchOp,
     ResponseParameters,
     SearchRequest,
@@ -41,6 +40,13 @@ WRITES = {
         services.scim_group_delete,
     ),
 }
+
+
+def list_response(resources: list[dict[str, Any]], *, total: int, start: int) -> HttpResponse:
+    """A ListResponse message."""
+    body = {"schemas": [LIST_RESPONSE], "totalResults": total, "startIndex": start, "itemsPerPage": len(resources)}
+    body["Resources"] = resources
+    return scim_response(body)
 
 
 class ResourceMixin:
@@ -88,14 +94,8 @@ class ResourceMixin:
         params = ResponseParameters[self.kind.model](
             attributes=request.attributes, excluded_attributes=request.excluded_attributes
         )
-        return scim_response(
-            {
-                "schemas": [LIST_RESPONSE],
-                "totalResults": page.total,
-                "startIndex": start,
-                "itemsPerPage": len(page.resources),
-                "Resources": [self.dump(r, Context.SEARCH_RESPONSE, params) for r in page.resources],
-            }
+        return list_response(
+            [self.dump(r, Context.SEARCH_RESPONSE, params) for r in page.resources], total=page.total, start=start
         )
 
 
@@ -157,12 +157,30 @@ class ResourceDetailView(ResourceMixin, ScimView):
 
 
 class RootSearchView(ScimView):
-    """POST /.search across resource types: not supported (501), as RFC 7644 §3.4.3 allows."""
+    """POST /.search: one query over Users then Groups (RFC 7644 §3.4.3). A filter attribute a resource type
+    does not have matches none of its resources."""
 
     http_method_names = ["post"]
 
     def post(self, request):
-        raise NotImplementedException(detail="Search across resource types is not supported; use /Users/.search")
+        search = SearchRequest.model_validate(self.body(), scim_ctx=Context.SEARCH_REQUEST)
+        start = search.start_index or 1
+        wanted = min(search.count if search.count is not None else discovery.MAX_RESULTS, discovery.MAX_RESULTS)
+        total, resources, skip = 0, [], start - 1
+        for kind in (USERS, GROUPS):
+            query = dict(organization_id=self.principal.organization_id, filter=search.filter, base_url=self.base_url)
+            found = scim_query(kind=kind, start_index=1, count=0, **query).total
+            if skip < found and len(resources) < wanted:
+                page = scim_query(kind=kind, start_index=skip + 1, count=wanted - len(resources), **query)
+                resources.extend(page.resources)
+            skip = max(0, skip - found)
+            total += found
+        params = ResponseParameters(attributes=search.attributes, excluded_attributes=search.excluded_attributes)
+        return list_response(
+            [r.model_dump(scim_ctx=Context.SEARCH_RESPONSE, response_parameters=params) for r in resources],
+            total=total,
+            start=start,
+        )
 
 
 class ServiceProviderConfigView(ScimView):
@@ -184,16 +202,7 @@ class DiscoveryView(ScimView):
             if item_id not in items:
                 raise NotFoundException(detail=f"{self.collection}/{item_id} not found")
             return scim_response(items[item_id])
-        resources = list(items.values())
-        return scim_response(
-            {
-                "schemas": [LIST_RESPONSE],
-                "totalResults": len(resources),
-                "startIndex": 1,
-                "itemsPerPage": len(resources),
-                "Resources": resources,
-            }
-        )
+        return list_response(list(items.values()), total=len(items), start=1)
 
 
 __all__ = [

@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
+from django.db import IntegrityError, transaction
+
 from accounts.models import WorkspaceMember
 from scim.models import GroupMapping, MembershipGrant, ScimGroupMember, higher_role
 
@@ -44,11 +46,32 @@ def desired_role(workspace_id: uuid.UUID, user_id: uuid.UUID) -> str | None:
     return higher_role(*roles)
 
 
+def _lock_membership(workspace_id: uuid.UUID, user_id: uuid.UUID) -> WorkspaceMember | None:
+    return WorkspaceMember.objects.select_for_update().filter(workspace_id=workspace_id, user_id=user_id).first()
+
+
+def _create_membership(workspace_id: uuid.UUID, user_id: uuid.UUID, role: str) -> WorkspaceMember | None:
+    """Create a membership granted by the mappings; None when another transaction created one first."""
+    try:
+        with transaction.atomic():
+            membership = WorkspaceMember.objects.create(workspace_id=workspace_id, user_id=user_id, role=role)
+            MembershipGrant.objects.create(membership=membership, manual_role=None)
+            return membership
+    except IntegrityError:
+        return None
+
+
 def membership_apply(workspace_id: uuid.UUID, user_id: uuid.UUID) -> None:
     """Bring one workspace membership in line with the mappings."""
     wanted = desired_role(workspace_id, user_id)
-    membership = WorkspaceMember.objects.select_for_update().filter(workspace_id=workspace_id, user_id=user_id).first()
-    grant = MembershipGrant.objects.filter(membership=membership).first() if membership else None
+    membership = _lock_membership(workspace_id, user_id)
+    if membership is None and wanted is not None:
+        if _create_membership(workspace_id, user_id, wanted):
+            return
+        membership = _lock_membership(workspace_id, user_id)
+    if membership is None:
+        return
+    grant = MembershipGrant.objects.filter(membership=membership).first()
     if wanted is None:
         if grant is None:
             return
@@ -59,12 +82,10 @@ def membership_apply(workspace_id: uuid.UUID, user_id: uuid.UUID) -> None:
             membership.save(update_fields=["role", "updated_at"])
             grant.delete()
         return
-    if membership is None:
-        membership = WorkspaceMember.objects.create(workspace_id=workspace_id, user_id=user_id, role=wanted)
-        MembershipGrant.objects.create(membership=membership, manual_role=None)
-        return
     if grant is None:
-        grant = MembershipGrant.objects.create(membership=membership, manual_role=membership.role)
+        grant, _ = MembershipGrant.objects.get_or_create(
+            membership=membership, defaults={"manual_role": membership.role}
+        )
     role = higher_role(grant.manual_role, wanted)
     if membership.role != role:
         membership.role = role

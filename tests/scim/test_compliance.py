@@ -42,7 +42,10 @@ def test_scim2_tester_reports_no_failure(scim_checker_client):
     results = check_server(scim_checker_client)
     failures = [f"{r.title} [{r.resource_type}]: {r.reason}" for r in results if r.status in FAILING]
     assert not failures, "\n".join(failures)
-    succeeded = [r for r in results if r.status == Status.SUCCESS]
+    others = [
+        f"{r.status.name} {r.title} [{r.resource_type}]: {r.reason}" for r in results if r.status != Status.SUCCESS
+    ]
+    assert not others, "\n".join(others)  # nothing skipped either
     # discovery, the random-URL check and CRUD + PATCH checks on both resource types actually ran
-    assert len(succeeded) >= 30, [(r.title, r.status) for r in results]
-    assert {r.resource_type for r in succeeded} >= {"User", "Group"}
+    assert len(results) >= 130
+    assert {r.resource_type for r in results} >= {"User", "Group"}

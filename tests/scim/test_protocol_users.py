@@ -261,4 +261,22 @@ def test_authentication(org, scim):
 def test_methods_and_unknown_paths(scim):
     assert_scim_error(scim.delete("/Users"), 405)
     assert_scim_error(scim.get("/Nope"), 404)
-    assert_scim_error(scim.post("/.search", {"filter": 'userName eq "x"'}), 501)
+    assert_scim_error(scim.get("/.search"), 405)
+
+
+def test_search_across_resource_types(scim, people):
+    group = scim.create_group("example team", [people["alice@example.com"]["id"]])
+    body = scim.post("/.search", {"filter": 'userName co "example" or displayName sw "example"'}).json()
+    assert body["totalResults"] == 3
+    assert [r.get("userName", r.get("displayName")) for r in body["Resources"]] == [
+        "alice@example.com",
+        "bob@example.com",
+        "example team",
+    ]
+    page = scim.post("/.search", {"startIndex": 2, "count": 2, "attributes": ["displayName"]}).json()
+    assert (page["totalResults"], page["startIndex"], page["itemsPerPage"]) == (4, 2, 2)
+    assert [r["id"] for r in page["Resources"]] == [people["bob@example.com"]["id"], people["carol@corp.test"]["id"]]
+    assert "userName" not in page["Resources"][0]
+    last = scim.post("/.search", {"startIndex": 4}).json()
+    assert [r["id"] for r in last["Resources"]] == [group["id"]]
+    assert_scim_error(scim.post("/.search", {"filter": "userName eq"}), 400, "invalidFilter")
