@@ -25,6 +25,8 @@ from scim.protocol.http import ScimView, scim_response
 from scim.selectors import GROUPS, USERS, Kind, scim_query
 
 LIST_RESPONSE = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
+# RFC 7644 §3.4.2 query parameters; any other query parameter is ignored.
+QUERY_PARAMETERS = ("filter", "sortBy", "sortOrder", "startIndex", "count", "attributes", "excludedAttributes")
 
 WRITES = {
     "User": (
@@ -105,7 +107,7 @@ class ResourceListView(ResourceMixin, ScimView):
     http_method_names = ["get", "post"]
 
     def get(self, request):
-        params = {k: request.GET[k] for k in request.GET if request.GET[k] != ""}
+        params = {k: request.GET[k] for k in QUERY_PARAMETERS if request.GET.get(k, "") != ""}
         return self.search(SearchRequest[self.kind.model].model_validate(params, scim_ctx=Context.SEARCH_REQUEST))
 
     def post(self, request):

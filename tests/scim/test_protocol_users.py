@@ -132,6 +132,10 @@ def test_pagination_with_start_index_and_count(scim):
     assert [r["id"] for r in last["Resources"]] == ids[4:]
     none = scim.get("/Users?count=0").json()
     assert (none["totalResults"], none["Resources"]) == (5, [])
+    assert scim.get("/Users?count=2&utm_source=idp").json()["itemsPerPage"] == 2  # unknown parameters ignored
+    assert_scim_error(scim.get("/Users?startIndex=abc"), 400, "invalidValue")
+    capped = scim.get("/Users?count=5000").json()
+    assert capped["itemsPerPage"] == 5
     floor = scim.get("/Users?startIndex=0&count=1").json()
     assert floor["startIndex"] == 1 and [r["id"] for r in floor["Resources"]] == ids[:1]
 
