@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import time
+from datetime import UTC, datetime
 
+import pytest
+from asgiref.sync import async_to_sync
+
+from accounts.middleware import KeyAuthMiddleware
 from accounts.models import ApiKey, User
 from accounts.services import api_key_create
+from gateway_project.api.errors import GatewayError
+from inference.pipeline.context import Context
 from scim.models import ScimUser
 from tests.conftest import make_org
 from tests.scim.conftest import ERROR_SCHEMA, SCIM, USER_SCHEMA, ScimClient, assert_scim_error
@@ -284,3 +291,35 @@ def test_search_across_resource_types(scim, people):
     last = scim.post("/.search", {"startIndex": 4}).json()
     assert [r["id"] for r in last["Resources"]] == [group["id"]]
     assert_scim_error(scim.post("/.search", {"filter": "userName eq"}), 400, "invalidFilter")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deactivation_reaches_the_data_plane_on_the_next_request(org):
+    """The data plane caches principals per policy version; deactivation bumps it, so the key is refused next."""
+    scim = ScimClient(org.management_key)
+    created = scim.create_user("jill")
+    raw = api_key_create(organization=org.organization, name="j", creator=User.objects.get(pk=created["id"])).raw_key
+    seen = []
+
+    async def downstream(ctx):
+        seen.append(ctx.principal.key_name)
+
+    def call():
+        ctx = Context(
+            request_id="r",
+            created_at=datetime.now(UTC),
+            started=time.perf_counter(),
+            method="POST",
+            path="/api/v1/responses",
+            host="testserver",
+            headers={"authorization": f"Bearer {raw}"},
+            raw_body=b"{}",
+        )
+        async_to_sync(KeyAuthMiddleware(downstream))(ctx)
+
+    call()  # cached now
+    assert seen == ["j"]
+    scim.patch(f"/Users/{created['id']}", [{"op": "replace", "path": "active", "value": False}])
+    with pytest.raises(GatewayError) as refused:
+        call()
+    assert refused.value.status == 401 and seen == ["j"]
