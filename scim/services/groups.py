@@ -8,6 +8,7 @@ from django.db import transaction
 from scim2_models import InvalidValueException, PatchOp
 
 from scim.models import ScimGroup, ScimGroupMember, ScimUser
+from scim.protocol.patches import member_operations
 from scim.protocol.resources import GroupResource, group_resource, stored_attributes
 from scim.services.membership import group_member_ids, memberships_apply, pairs_for_group
 
@@ -79,11 +80,39 @@ def scim_group_replace(*, group: ScimGroup, resource: GroupResource, base_url: s
 
 @transaction.atomic
 def scim_group_patch(*, group: ScimGroup, patch: PatchOp, base_url: str) -> ScimGroup:
-    """PATCH /Groups/{id}: add/remove/replace operations (members included) applied by scim2-models."""
+    """PATCH /Groups/{id}: add/remove/replace operations (members included) applied by scim2-models.
+
+    A patch that only adds, removes or replaces members (what identity providers send on every membership
+    change) is applied to the membership rows directly, without rebuilding the whole member list.
+    """
     group = _locked(group)
+    member_ops = member_operations(patch)
+    if member_ops is not None:
+        current = {m.user_id: m.display for m in ScimGroupMember.objects.filter(group=group)}
+        _set_members(group, _apply_member_ops(group.organization_id, current, member_ops))
+        group.save(update_fields=["updated_at"])
+        return group
     resource = group_resource(group, base_url)
     patch.patch(resource)
     return _write(group, resource)
+
+
+def _apply_member_ops(organization_id: uuid.UUID, current: dict, member_ops: list) -> dict:
+    wanted = dict(current)
+    for verb, values in member_ops:
+        if verb in ("add", "replace"):
+            members = _members(organization_id, GroupResource(display_name="-", members=values))
+            wanted = {**(wanted if verb == "add" else {}), **members}
+            continue
+        if values is None:  # remove every member
+            wanted = {}
+            continue
+        for value in values:
+            try:
+                wanted.pop(uuid.UUID(str(value.get("value"))), None)
+            except ValueError:
+                continue
+    return wanted
 
 
 @transaction.atomic

@@ -13,8 +13,11 @@ import uuid
 from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from accounts.models import WorkspaceMember
+from gateway_project.api.errors import GatewayError
+from gateway_project.policy_cache import bump_policy_version_on_commit
 from scim.models import GroupMapping, MembershipGrant, ScimGroupMember, higher_role
 
 Pair = tuple[uuid.UUID, uuid.UUID]
@@ -38,64 +41,86 @@ def group_member_ids(group_id: uuid.UUID) -> set[uuid.UUID]:
     return set(ScimGroupMember.objects.filter(group_id=group_id).values_list("user_id", flat=True))
 
 
-def desired_role(workspace_id: uuid.UUID, user_id: uuid.UUID) -> str | None:
-    """The highest role the mappings of a workspace give a user, or None."""
-    roles = GroupMapping.objects.filter(workspace_id=workspace_id, group__memberships__user_id=user_id).values_list(
-        "role", flat=True
+def _desired_roles(pairs: set[Pair]) -> dict[Pair, str]:
+    """The highest role the mappings give each pair (pairs no mapping reaches are absent). One query."""
+    rows = GroupMapping.objects.filter(
+        workspace_id__in={w for w, _ in pairs}, group__memberships__user_id__in={u for _, u in pairs}
+    ).values_list("workspace_id", "group__memberships__user_id", "role")
+    desired: dict[Pair, str] = {}
+    for workspace_id, user_id, role in rows:
+        if (workspace_id, user_id) in pairs:
+            desired[(workspace_id, user_id)] = higher_role(desired.get((workspace_id, user_id)), role)
+    return desired
+
+
+def _locked_memberships(pairs: set[Pair]) -> dict[Pair, WorkspaceMember]:
+    """The existing memberships of the pairs, locked (in primary-key order, so no lock-order deadlock)."""
+    rows = (
+        WorkspaceMember.objects.select_for_update()
+        .filter(workspace_id__in={w for w, _ in pairs}, user_id__in={u for _, u in pairs})
+        .order_by("pk")
     )
-    return higher_role(*roles)
+    return {(m.workspace_id, m.user_id): m for m in rows if (m.workspace_id, m.user_id) in pairs}
 
 
-def _lock_membership(workspace_id: uuid.UUID, user_id: uuid.UUID) -> WorkspaceMember | None:
-    return WorkspaceMember.objects.select_for_update().filter(workspace_id=workspace_id, user_id=user_id).first()
-
-
-def _create_membership(workspace_id: uuid.UUID, user_id: uuid.UUID, role: str) -> WorkspaceMember | None:
-    """Create a membership granted by the mappings; None when another transaction created one first."""
+def _create_granted(missing: dict[Pair, str]) -> bool:
+    """Create the memberships mappings grant and their grants; False when another transaction raced us."""
     try:
         with transaction.atomic():
-            membership = WorkspaceMember.objects.create(workspace_id=workspace_id, user_id=user_id, role=role)
-            MembershipGrant.objects.create(membership=membership, manual_role=None)
-            return membership
+            created = WorkspaceMember.objects.bulk_create(
+                [WorkspaceMember(workspace_id=w, user_id=u, role=role) for (w, u), role in missing.items()]
+            )
+            if any(m.pk is None for m in created):  # backends that do not return ids on bulk insert
+                created = list(_locked_memberships(set(missing)).values())
+            MembershipGrant.objects.bulk_create([MembershipGrant(membership=m, manual_role=None) for m in created])
+        return True
     except IntegrityError:
-        return None
-
-
-def membership_apply(workspace_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    """Bring one workspace membership in line with the mappings."""
-    wanted = desired_role(workspace_id, user_id)
-    membership = _lock_membership(workspace_id, user_id)
-    if membership is None and wanted is not None:
-        if _create_membership(workspace_id, user_id, wanted):
-            return
-        membership = _lock_membership(workspace_id, user_id)
-    if membership is None:
-        return
-    grant = MembershipGrant.objects.filter(membership=membership).first()
-    if wanted is None:
-        if grant is None:
-            return
-        if grant.manual_role is None:
-            membership.delete()
-        else:
-            membership.role = grant.manual_role
-            membership.save(update_fields=["role", "updated_at"])
-            grant.delete()
-        return
-    if grant is None:
-        grant, _ = MembershipGrant.objects.get_or_create(
-            membership=membership, defaults={"manual_role": membership.role}
-        )
-    role = higher_role(grant.manual_role, wanted)
-    if membership.role != role:
-        membership.role = role
-        membership.save(update_fields=["role", "updated_at"])
+        return False
 
 
 def memberships_apply(pairs: Iterable[Pair]) -> None:
-    """Apply the mappings to every (workspace, user) pair, in a stable order (no lock-order deadlocks)."""
-    for workspace_id, user_id in sorted(set(pairs), key=lambda p: (str(p[0]), str(p[1]))):
-        membership_apply(workspace_id, user_id)
+    """Bring the workspace memberships of (workspace, user) pairs in line with the mappings.
+
+    A constant number of queries whatever the number of pairs, inside the caller's transaction. The data
+    plane's cached policy is invalidated once, on commit.
+    """
+    pairs = set(pairs)
+    if not pairs:
+        return
+    desired = _desired_roles(pairs)
+    memberships = _locked_memberships(pairs)
+    missing = {pair: role for pair, role in desired.items() if pair not in memberships}
+    if missing and not _create_granted(missing):
+        memberships = _locked_memberships(pairs)  # created concurrently: treat them as existing ones
+        missing = {pair: role for pair, role in desired.items() if pair not in memberships}
+        if missing and not _create_granted(missing):
+            raise GatewayError(409, "Workspace memberships changed concurrently; retry the request")
+    grants = {g.membership_id: g for g in MembershipGrant.objects.filter(membership__in=list(memberships.values()))}
+    changed, removed, new_grants, dropped_grants = [], [], [], []
+    now = timezone.now()
+    for pair, membership in memberships.items():
+        grant, wanted = grants.get(membership.pk), desired.get(pair)
+        if wanted is None:
+            if grant is None:
+                continue  # a manual membership no mapping ever touched
+            if grant.manual_role is None:
+                removed.append(membership.pk)
+                continue
+            role = grant.manual_role
+            dropped_grants.append(membership.pk)
+        else:
+            if grant is None:
+                new_grants.append(MembershipGrant(membership=membership, manual_role=membership.role))
+            role = higher_role(grant.manual_role if grant else membership.role, wanted)
+        if membership.role != role:
+            membership.role, membership.updated_at = role, now
+            changed.append(membership)
+    MembershipGrant.objects.filter(membership_id__in=dropped_grants).delete()
+    MembershipGrant.objects.bulk_create(new_grants)
+    WorkspaceMember.objects.filter(pk__in=removed).delete()
+    WorkspaceMember.objects.bulk_update(changed, ["role", "updated_at"], batch_size=500)
+    if missing or changed or removed:
+        bump_policy_version_on_commit()
 
 
 def memberships_keep(mapping: GroupMapping) -> None:

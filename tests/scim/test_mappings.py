@@ -222,3 +222,35 @@ def test_other_org_cannot_see_groups(api, other_org, scim):
     group = scim.create_group("eng")
     assert other_org.client().get(f"/api/v1/scim/groups/{group['id']}").status_code == 404
     assert other_org.client().get("/api/v1/scim/groups").json() == {"data": [], "total_count": 0}
+
+
+def test_mixed_patch_goes_through_the_whole_resource_and_still_propagates(api, scim, ws, people):
+    group = scim.create_group("eng", people[:1])
+    create_mapping(api, group["id"], ws)
+    response = scim.patch(
+        f"/Groups/{group['id']}",
+        [
+            {"op": "add", "path": "members", "value": [{"value": people[2], "display": "Cat"}]},
+            {"op": "replace", "path": "displayName", "value": "Engineering"},
+            {"op": "remove", "path": f'members[value eq "{people[0]}"]'},
+        ],
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["displayName"] == "Engineering"
+    assert body["members"] == [
+        {
+            "value": people[2],
+            "display": "Cat",
+            "type": "User",
+            "$ref": f"http://testserver/api/v1/scim/v2/Users/{people[2]}",
+        }
+    ]
+    assert roles(ws) == {people[2]: "member"}
+
+
+def test_member_only_patch_updates_last_modified(scim, people):
+    group = scim.create_group("eng")
+    before = group["meta"]["lastModified"]
+    body = scim.patch(f"/Groups/{group['id']}", [{"op": "add", "path": "members", "value": [{"value": people[0]}]}])
+    assert body.json()["meta"]["lastModified"] > before
