@@ -51,12 +51,14 @@ def user_resource(scim_user: ScimUser, base_url: str) -> UserResource:
     return UserResource.model_validate(data)
 
 
-def group_resource(group: ScimGroup, base_url: str) -> GroupResource:
-    """The SCIM Group of a row (its members read through `memberships`, prefetch them for lists)."""
+def group_resource(group: ScimGroup, base_url: str, *, with_members: bool = True) -> GroupResource:
+    """The SCIM Group of a row (its members read through `memberships`, prefetch them for lists).
+
+    `with_members=False` leaves the members out, for responses that do not return them."""
     data = dict(group.attributes)
     data["id"] = str(group.id)
     data["meta"] = _meta("Group", group, f"{base_url}/Groups/{group.id}")
-    members = list(group.memberships.all())
+    members = list(group.memberships.all()) if with_members else []
     if members:
         data["members"] = [
             {

@@ -22,7 +22,7 @@ from scim2_models import (
 from scim import services
 from scim.protocol import discovery
 from scim.protocol.http import ScimView, scim_response
-from scim.selectors import GROUPS, USERS, Kind, scim_query
+from scim.selectors import GROUPS, GROUPS_WITHOUT_MEMBERS, USERS, Kind, scim_query
 
 LIST_RESPONSE = "urn:ietf:params:scim:api:messages:2.0:ListResponse"
 # RFC 7644 §3.4.2 query parameters; any other query parameter is ignored.
@@ -57,6 +57,16 @@ class ResourceMixin:
     def dump(self, resource, ctx: Context, params: ResponseParameters | None = None) -> dict[str, Any]:
         return resource.model_dump(scim_ctx=ctx, response_parameters=params)
 
+    def read_kind(self, params: ResponseParameters | None) -> Kind:
+        """The kind to read rows with: groups without their members when the response leaves them out."""
+        if self.kind is not GROUPS or params is None:
+            return self.kind
+        names = {str(p).lower().rsplit(":", 1)[-1].split(".")[0] for p in params.attributes or []}
+        excluded = {str(p).lower().rsplit(":", 1)[-1] for p in params.excluded_attributes or []}
+        if "members" in excluded or (params.attributes and "members" not in names):
+            return GROUPS_WITHOUT_MEMBERS
+        return self.kind
+
     def response_parameters(self) -> ResponseParameters | None:
         query = self.request.GET
         raw = {k: query[k] for k in ("attributes", "excludedAttributes") if query.get(k)}
@@ -64,7 +74,7 @@ class ResourceMixin:
             return None
         return ResponseParameters[self.kind.model].model_validate(raw)
 
-    def row(self, resource_id: str):
+    def row(self, resource_id: str, kind: Kind | None = None):
         """The organization's row of `resource_id`, or a SCIM 404."""
         try:
             key = uuid.UUID(resource_id)
@@ -73,28 +83,33 @@ class ResourceMixin:
         row = None
         if key is not None:
             field = "user_id" if self.kind is USERS else "id"
-            row = self.kind.queryset(self.principal.organization_id).filter(**{field: key}).first()
+            row = (kind or self.kind).queryset(self.principal.organization_id).filter(**{field: key}).first()
         if row is None:
             raise NotFoundException(detail=f"{self.kind.name} {resource_id} not found")
         return row
 
-    def reloaded(self, row):
-        pk = row.pk
-        return self.row(str(pk))
+    def reloaded(self, row, kind: Kind | None = None):
+        return self.row(str(row.pk), kind)
+
+    def updated(self, row, ctx: Context) -> HttpResponse:
+        """The response of a PUT or PATCH: the resource as it is now."""
+        params = self.response_parameters()
+        kind = self.read_kind(params)
+        return scim_response(self.dump(kind.to_resource(self.reloaded(row, kind), self.base_url), ctx, params))
 
     def search(self, request: SearchRequest) -> HttpResponse:
         count = min(request.count if request.count is not None else discovery.MAX_RESULTS, discovery.MAX_RESULTS)
         start = request.start_index or 1
+        params = ResponseParameters[self.kind.model](
+            attributes=request.attributes, excluded_attributes=request.excluded_attributes
+        )
         page = scim_query(
-            kind=self.kind,
+            kind=self.read_kind(params),
             organization_id=self.principal.organization_id,
             filter=request.filter,
             start_index=start,
             count=count,
             base_url=self.base_url,
-        )
-        params = ResponseParameters[self.kind.model](
-            attributes=request.attributes, excluded_attributes=request.excluded_attributes
         )
         return list_response(
             [self.dump(r, Context.SEARCH_RESPONSE, params) for r in page.resources], total=page.total, start=start
@@ -132,22 +147,22 @@ class ResourceDetailView(ResourceMixin, ScimView):
     """GET, PUT, PATCH and DELETE /Users/{id} and /Groups/{id}."""
 
     def get(self, request, resource_id: str):
-        resource = self.kind.to_resource(self.row(resource_id), self.base_url)
-        return scim_response(self.dump(resource, Context.RESOURCE_QUERY_RESPONSE, self.response_parameters()))
+        params = self.response_parameters()
+        kind = self.read_kind(params)
+        resource = kind.to_resource(self.row(resource_id, kind), self.base_url)
+        return scim_response(self.dump(resource, Context.RESOURCE_QUERY_RESPONSE, params))
 
     def put(self, request, resource_id: str):
         row = self.row(resource_id)
         resource = self.kind.model.model_validate(self.body(), scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST)
         WRITES[self.kind.name][1](**{self._arg: row, "resource": resource, "base_url": self.base_url})
-        updated = self.kind.to_resource(self.reloaded(row), self.base_url)
-        return scim_response(self.dump(updated, Context.RESOURCE_REPLACEMENT_RESPONSE, self.response_parameters()))
+        return self.updated(row, Context.RESOURCE_REPLACEMENT_RESPONSE)
 
     def patch(self, request, resource_id: str):
         row = self.row(resource_id)
         patch = PatchOp[self.kind.model].model_validate(self.body(), scim_ctx=Context.RESOURCE_PATCH_REQUEST)
         WRITES[self.kind.name][2](**{self._arg: row, "patch": patch, "base_url": self.base_url})
-        updated = self.kind.to_resource(self.reloaded(row), self.base_url)
-        return scim_response(self.dump(updated, Context.RESOURCE_PATCH_RESPONSE, self.response_parameters()))
+        return self.updated(row, Context.RESOURCE_PATCH_RESPONSE)
 
     def delete(self, request, resource_id: str):
         WRITES[self.kind.name][3](**{self._arg: self.row(resource_id)})

@@ -6,7 +6,7 @@ import pytest
 
 from scim.models import ScimGroup, ScimGroupMember
 from tests.conftest import make_org
-from tests.scim.conftest import GROUP_SCHEMA, SCIM, ScimClient, assert_scim_error
+from tests.scim.conftest import GROUP_SCHEMA, PATCH_SCHEMA, SCIM, ScimClient, assert_scim_error
 
 pytestmark = pytest.mark.django_db
 
@@ -155,3 +155,23 @@ def test_entra_id_style_patches(scim, users):
     body = response.json()
     assert body["emails"] == [{"type": "work", "value": "ann@work.example.org"}]
     assert body["active"] is False
+
+
+def test_members_left_out_when_not_returned(scim, users):
+    group = scim.create_group("Team", users)
+    assert "members" not in scim.get(f"/Groups/{group['id']}?excludedAttributes=members").json()
+    assert "members" not in scim.get(f"/Groups/{group['id']}?attributes=displayName").json()
+    assert member_ids(scim.get(f"/Groups/{group['id']}?attributes=members").json()) == set(users)
+    assert member_ids(scim.get(f"/Groups/{group['id']}?attributes=members.value").json()) == set(users)
+    listing = scim.query("/Groups", filter='displayName eq "Team"', excludedAttributes="members").json()
+    assert listing["totalResults"] == 1 and "members" not in listing["Resources"][0]
+    # a filter without a column still sees the members
+    listing = scim.query("/Groups", filter='members[display eq "Ann"]', excludedAttributes="members").json()
+    assert [r["id"] for r in listing["Resources"]] == [group["id"]]
+    response = scim.request(
+        "PATCH",
+        f"/Groups/{group['id']}?excludedAttributes=members",
+        {"schemas": [PATCH_SCHEMA], "Operations": [{"op": "remove", "path": f'members[value eq "{users[0]}"]'}]},
+    )
+    assert response.status_code == 200 and "members" not in response.json()
+    assert member_ids(scim.get(f"/Groups/{group['id']}").json()) == set(users[1:])
