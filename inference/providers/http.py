@@ -1,0 +1,213 @@
+"""The thin shared send of the HTTP adapters: one pooled aiohttp session per event loop, time limits,
+server-sent events, and the mapping of every upstream failure to a `ProviderErrorKind`.
+
+Time limits (`Timeouts` of the call): `connect` for the TCP connect; `first_byte` from the send until the
+response head and, for a stream, its first event; `read` for the whole JSON body after the head, and
+between two reads of a stream. Any of them running out is `TIMEOUT`.
+
+Failures are mapped by inference.providers.errors (statuses, transport errors, malformed bodies, errors
+inside a body or stream); a stream that ends before its completion event is SERVER. The credential of the
+call never appears in an error's message or `raw`.
+
+Adapters subclass `HttpAdapter` and provide the pure parts: `build_request`, `parse_response` (JSON →
+`CanonicalResult`) and `stream_parser()` (SSE events → canonical events, then the result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+
+from inference.providers.base import (
+    Adapter,
+    CanonicalEvent,
+    CanonicalResult,
+    ProviderError,
+    StreamDone,
+    Timeouts,
+    UpstreamCall,
+    UpstreamRequest,
+)
+from inference.providers.errors import (
+    body_error,
+    decode_error_body,
+    error_for_exception,
+    error_for_status,
+    loads,
+    malformed,
+    scrub,
+)
+from inference.providers.sse import ServerSentEvent, SSEDecoder
+
+_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
+
+
+def get_session() -> aiohttp.ClientSession:
+    """The long-lived pooled client session of the running event loop (created on first use)."""
+    loop = asyncio.get_running_loop()
+    session = _sessions.get(loop)
+    if session is None or session.closed:
+        connector = aiohttp.TCPConnector(limit=1000, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
+        session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=None),
+            trust_env=False,  # never through an environment proxy: upstream hosts come from the catalog only
+            skip_auto_headers=("User-Agent",),
+        )
+        _sessions[loop] = session
+    return session
+
+
+async def close_session() -> None:
+    """Close the running loop's session (at shutdown, or at the end of a test's event loop)."""
+    session = _sessions.pop(asyncio.get_running_loop(), None)
+    if session is not None:
+        await session.close()
+
+
+@atexit.register
+def _drop_sessions_at_exit() -> None:
+    """Close, without a loop, the sessions of loops that are gone (no "Unclosed client session" noise at exit)."""
+    for loop, session in list(_sessions.items()):
+        if not loop.is_running():
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()  # the synchronous part of close(); nothing is left to await without a loop
+    _sessions.clear()
+
+
+@functools.lru_cache(maxsize=64)
+def _client_timeout(timeouts: Timeouts) -> aiohttp.ClientTimeout:
+    return aiohttp.ClientTimeout(
+        total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=timeouts.read
+    )
+
+
+# --- send ---------------------------------------------------------------------------------------------------
+
+
+async def _open(request: UpstreamRequest, timeouts: Timeouts) -> aiohttp.ClientResponse:
+    return await get_session().post(
+        request.url, data=orjson.dumps(request.json), headers=request.headers, timeout=_client_timeout(timeouts)
+    )
+
+
+async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> Any:
+    """POST `request` and return its parsed JSON answer; every failure is a ProviderError."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(timeouts.first_byte) as deadline:
+            response = await _open(request, timeouts)
+            deadline.reschedule(loop.time() + timeouts.read)
+            try:
+                data = await response.read()
+            finally:
+                response.release()
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise error_for_exception(exc, secret)
+    if response.status >= 400:
+        raise error_for_status(response.status, data, response.headers, secret)
+    return loads(data, "JSON body")
+
+
+async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> AsyncIterator[ServerSentEvent]:
+    """POST `request` and yield the server-sent events of the answer; every failure is a ProviderError.
+
+    Closing the iterator early (or cancelling its task) closes the upstream connection.
+    """
+    response: aiohttp.ClientResponse | None = None
+    finished = False
+    decoder = SSEDecoder()
+    try:
+        try:
+            async with asyncio.timeout(timeouts.first_byte):
+                response = await _open(request, timeouts)
+                if response.status >= 400:
+                    raise error_for_status(response.status, await response.read(), response.headers, secret)
+                if "text/event-stream" not in response.headers.get("Content-Type", ""):
+                    raw = decode_error_body(await response.read(), secret)
+                    if isinstance(raw, dict) and raw.get("error"):
+                        raise body_error(raw["error"], raw=raw)
+                    raise malformed("stream (not an event stream)", raw=raw)
+                events: list[ServerSentEvent] = []
+                while not events:
+                    chunk = await response.content.readany()
+                    events = decoder.feed(chunk) if chunk else decoder.flush()
+                    if not chunk:
+                        break
+            for event in events:
+                yield event
+            while chunk:
+                chunk = await response.content.readany()
+                for event in decoder.feed(chunk) if chunk else decoder.flush():
+                    yield event
+            finished = True
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise error_for_exception(exc, secret)
+    finally:
+        if response is not None:
+            if finished:
+                response.release()
+            else:
+                response.close()
+
+
+# --- adapter base -------------------------------------------------------------------------------------------
+
+
+class StreamParser(Protocol):
+    """Turns one upstream's SSE events into canonical events, then builds the final result."""
+
+    def feed(self, event: ServerSentEvent) -> list[CanonicalEvent]: ...
+
+    def finish(self) -> CanonicalResult: ...
+
+
+def _scrubbed(error: ProviderError, secret: str) -> ProviderError:
+    error.raw, error.message = scrub(error.raw, secret), scrub(error.message, secret)
+    error.args = (error.message,)
+    return error
+
+
+class HttpAdapter(Adapter):
+    """An adapter over HTTP: pure build/parse functions plus the shared send."""
+
+    def parse_response(self, data: Any) -> CanonicalResult:
+        raise NotImplementedError
+
+    def stream_parser(self, call: UpstreamCall) -> StreamParser:
+        raise NotImplementedError
+
+    async def complete(self, call: UpstreamCall) -> CanonicalResult:
+        secret = call.credential.api_key
+        data = await post_json(self.build_request(call), call.timeouts, secret)
+        try:
+            return self.parse_response(data)
+        except ProviderError as error:
+            raise _scrubbed(error, secret)
+
+    async def stream(self, call: UpstreamCall) -> AsyncIterator[CanonicalEvent]:
+        secret = call.credential.api_key
+        parser = self.stream_parser(call)
+        yielded = False
+        try:
+            request = self.build_request(call)
+            async with contextlib.aclosing(post_sse(request, call.timeouts, secret)) as events:
+                async for sse in events:
+                    for event in parser.feed(sse):
+                        yielded = True
+                        yield event
+            result = parser.finish()
+        except ProviderError as error:
+            error.before_first_event = not yielded
+            raise _scrubbed(error, secret)
+        yield StreamDone(result)
