@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
@@ -323,3 +324,20 @@ def test_deactivation_reaches_the_data_plane_on_the_next_request(org):
     with pytest.raises(GatewayError) as refused:
         call()
     assert refused.value.status == 401 and seen == ["j"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deactivated_users_inference_key_is_refused_by_post_responses(gateway_server):
+    """End to end over HTTP: the data plane refuses the key of a user the identity provider deactivated."""
+    org = make_org("Deact")
+    scim = ScimClient(org.management_key)
+    created = scim.create_user("lee")
+    raw = api_key_create(organization=org.organization, name="l", creator=User.objects.get(pk=created["id"])).raw_key
+    body = {"model": "no/such-model", "input": "hi"}
+    headers = {"Authorization": f"Bearer {raw}"}
+    before = httpx.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers, timeout=10)
+    assert before.status_code != 401, before.text
+    scim.patch(f"/Users/{created['id']}", [{"op": "replace", "value": {"active": False}}])
+    after = httpx.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers, timeout=10)
+    assert after.status_code == 401
+    assert after.json()["error"] == {"code": 401, "message": "API key is disabled"}
