@@ -7,10 +7,24 @@ import uuid
 
 from django.db import models
 from django.db.models.functions import Lower
+from scim2_models import InvalidValueException
 
 from accounts.models import Organization, User, Workspace, WorkspaceMember, WorkspaceRole
 
 ROLE_RANK = {WorkspaceRole.MEMBER: 1, WorkspaceRole.ADMIN: 2}
+COLUMN_LENGTH = 255  # the full values stay in `attributes`; the columns serve filters
+
+
+def clip(value: str | None) -> str | None:
+    """A value for a text column (display names and e-mails longer than the column are cut)."""
+    return value[:COLUMN_LENGTH] if value else value
+
+
+def check_identifier_lengths(**identifiers: str | None) -> None:
+    """Identifiers are never cut: longer than the column is an invalidValue."""
+    for name, value in identifiers.items():
+        if value and len(value) > COLUMN_LENGTH:
+            raise InvalidValueException(detail=f"{name}: at most {COLUMN_LENGTH} characters")
 
 
 def higher_role(*roles: str | None) -> str | None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Count, Prefetch, QuerySet
 from scim2_models import InvalidFilterException, ScimFilter
@@ -41,8 +43,8 @@ class Kind:
     name: str
     model: type
     columns: dict
-    queryset: object  # (organization_id) -> QuerySet
-    to_resource: object  # (row, base_url) -> resource
+    queryset: Callable[[uuid.UUID], QuerySet]  # organization id -> its rows
+    to_resource: Callable[[Any, str], Any]  # (row, base url) -> scim2-models resource
 
 
 def _group_without_members(group: ScimGroup, base_url: str) -> GroupResource:

@@ -7,7 +7,7 @@ import uuid
 from django.db import transaction
 from scim2_models import InvalidValueException, PatchOp
 
-from scim.models import ScimGroup, ScimGroupMember, ScimUser
+from scim.models import ScimGroup, ScimGroupMember, ScimUser, check_identifier_lengths, clip
 from scim.protocol.patches import member_operations
 from scim.protocol.resources import GroupResource, group_resource, stored_attributes
 from scim.services.membership import group_member_ids, memberships_apply, pairs_for_group
@@ -51,8 +51,9 @@ def _set_members(group: ScimGroup, wanted: dict[uuid.UUID, str | None]) -> None:
 
 
 def _write(group: ScimGroup, resource: GroupResource) -> ScimGroup:
+    check_identifier_lengths(externalId=resource.external_id)
     members = _members(group.organization_id, resource)
-    group.display_name = resource.display_name
+    group.display_name = clip(resource.display_name)
     group.external_id = resource.external_id
     group.attributes = stored_attributes(resource)
     group.save()

@@ -18,7 +18,7 @@ from scim2_models import PatchOp, UniquenessException
 from accounts import services as accounts_services
 from accounts.models import ApiKey, Organization
 from gateway_project.policy_cache import bump_policy_version_on_commit
-from scim.models import ScimUser
+from scim.models import ScimUser, check_identifier_lengths, clip
 from scim.protocol.resources import UserResource, primary_email, stored_attributes, user_resource
 from scim.services.membership import memberships_apply, pairs_for_user
 
@@ -54,12 +54,13 @@ def _set_active(scim_user: ScimUser, active: bool) -> None:
 
 def _write(scim_user: ScimUser, resource: UserResource) -> ScimUser:
     """Store a resource on its row and on the organization member."""
+    check_identifier_lengths(userName=resource.user_name, externalId=resource.external_id)
     _check_user_name_free(scim_user.organization_id, resource.user_name, exclude=scim_user.user_id)
     _set_active(scim_user, resource.active is not False)
     scim_user.user_name = resource.user_name
     scim_user.external_id = resource.external_id
-    scim_user.display_name = resource.display_name
-    scim_user.email = primary_email(resource)
+    scim_user.display_name = clip(resource.display_name)
+    scim_user.email = clip(primary_email(resource))
     scim_user.attributes = stored_attributes(resource)
     try:
         with transaction.atomic():

@@ -341,3 +341,13 @@ def test_deactivated_users_inference_key_is_refused_by_post_responses(gateway_se
     after = httpx.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers, timeout=10)
     assert after.status_code == 401
     assert after.json()["error"] == {"code": 401, "message": "API key is disabled"}
+
+
+def test_long_values(scim):
+    assert_scim_error(scim.post("/Users", {"schemas": [USER_SCHEMA], "userName": "u" * 256}), 400, "invalidValue")
+    long_name = "D" * 300
+    created = scim.create_user("long", displayName=long_name)
+    assert scim.get(f"/Users/{created['id']}").json()["displayName"] == long_name
+    assert scim.query("/Users", filter=f'displayName sw "{"D" * 200}"').json()["totalResults"] == 1
+    group = {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "g", "externalId": "x" * 256}
+    assert_scim_error(scim.post("/Groups", group), 400, "invalidValue")
