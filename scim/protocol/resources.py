@@ -51,10 +51,13 @@ def user_resource(scim_user: ScimUser, base_url: str) -> UserResource:
     return UserResource.model_validate(data)
 
 
-def group_resource(group: ScimGroup, base_url: str, *, with_members: bool = True) -> GroupResource:
+def group_resource(
+    group: ScimGroup, base_url: str, *, with_members: bool = True, display_fallback: bool = True
+) -> GroupResource:
     """The SCIM Group of a row (its members read through `memberships`, prefetch them for lists).
 
-    `with_members=False` leaves the members out, for responses that do not return them."""
+    `with_members=False` leaves the members out, for responses that do not return them. A member's `display`
+    is the one the provider sent, else (with `display_fallback`, for responses) the user's display name."""
     data = dict(group.attributes)
     data["id"] = str(group.id)
     data["meta"] = _meta("Group", group, f"{base_url}/Groups/{group.id}")
@@ -63,7 +66,7 @@ def group_resource(group: ScimGroup, base_url: str, *, with_members: bool = True
         data["members"] = [
             {
                 "value": str(m.user_id),
-                "display": m.display or m.user.display_name or m.user.user_name,
+                "display": m.display or ((m.user.display_name or m.user.user_name) if display_fallback else None),
                 "$ref": f"{base_url}/Users/{m.user_id}",
                 "type": "User",
             }

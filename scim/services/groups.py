@@ -75,7 +75,7 @@ def _locked(group: ScimGroup) -> ScimGroup:
 def scim_group_replace(*, group: ScimGroup, resource: GroupResource, base_url: str) -> ScimGroup:
     """PUT /Groups/{id}: attributes and members replaced as a whole."""
     group = _locked(group)
-    resource.replace(group_resource(group, base_url))
+    resource.replace(group_resource(group, base_url, display_fallback=False))
     return _write(group, resource)
 
 
@@ -93,7 +93,7 @@ def scim_group_patch(*, group: ScimGroup, patch: PatchOp, base_url: str) -> Scim
         _set_members(group, _apply_member_ops(group.organization_id, current, member_ops))
         group.save(update_fields=["updated_at"])
         return group
-    resource = group_resource(group, base_url)
+    resource = group_resource(group, base_url, display_fallback=False)
     patch.patch(resource)
     return _write(group, resource)
 

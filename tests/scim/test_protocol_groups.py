@@ -175,3 +175,14 @@ def test_members_left_out_when_not_returned(scim, users):
     )
     assert response.status_code == 200 and "members" not in response.json()
     assert member_ids(scim.get(f"/Groups/{group['id']}").json()) == set(users[1:])
+
+
+def test_member_display_follows_the_user_unless_the_provider_sent_one(scim, users):
+    group = scim.create_group("Team", users[:1])
+    scim.patch(f"/Groups/{group['id']}", [{"op": "replace", "path": "displayName", "value": "Team 2"}])
+    scim.patch(f"/Users/{users[0]}", [{"op": "replace", "path": "displayName", "value": "Annie"}])
+    assert scim.get(f"/Groups/{group['id']}").json()["members"][0]["display"] == "Annie"
+    scim.patch(
+        f"/Groups/{group['id']}", [{"op": "add", "path": "members", "value": [{"value": users[0], "display": "A."}]}]
+    )
+    assert scim.get(f"/Groups/{group['id']}").json()["members"][0]["display"] == "A."
