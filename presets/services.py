@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import random
 import re
+import threading
 import time
+from contextlib import nullcontext
 from typing import Any
 
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -24,6 +26,9 @@ SLUG_MAX_LENGTH = 200
 SLUG_PATTERN = re.compile(r"[A-Za-z0-9._~-]+")
 # Attempts when concurrent writers race on the same slug (unique constraints decide the winner).
 MAX_ATTEMPTS = 8
+# SQLite has one writer at a time and no row locks: threads of one process take turns here instead of
+# failing on "database is locked"; other processes are covered by the busy timeout and the retries.
+_sqlite_writer = threading.Lock()
 
 
 def preset_slug_validate(slug: str) -> str:
@@ -65,7 +70,7 @@ def _add_version(
     *, principal: Principal, slug: str, source_format: str, config: dict[str, Any], system_prompt: str
 ) -> Preset:
     creator = creator_id_for(principal)
-    with transaction.atomic():
+    with _sqlite_writer if connection.vendor == "sqlite" else nullcontext(), transaction.atomic():
         preset = _lock_or_create(principal, slug, creator)
         if preset.status == PresetStatus.ARCHIVED:
             raise GatewayError(409, f"Preset '{slug}' is archived; it takes no new versions")
