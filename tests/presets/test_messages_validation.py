@@ -19,7 +19,10 @@ INVALID = [
     ({"max_tokens": True}, "max_tokens"),
     ({"system": 3}, "system"),
     ({"system": [{"type": "image", "text": "x"}]}, "system[0]"),
-    ({"system": [{"type": "text", "text": "x", "cache_control": {"type": "persistent"}}]}, "system[0].cache_control.type"),
+    (
+        {"system": [{"type": "text", "text": "x", "cache_control": {"type": "persistent"}}]},
+        "system[0].cache_control.type",
+    ),
     # fallbacks
     ({"fallbacks": [{"model": "a"}, {"model": "b"}, {"model": "c"}, {"model": "d"}]}, "fallbacks"),
     ({"fallbacks": [{"model": "a", "provider": {"only": ["x"]}}]}, "fallbacks[0].provider"),
@@ -48,8 +51,14 @@ INVALID = [
     ({"stop_server_tools_when": {"type": "max_cost"}}, "stop_server_tools_when"),
     ({"stop_server_tools_when": [{"type": "never"}]}, "stop_server_tools_when[0].type"),
     ({"stop_server_tools_when": [{"type": "step_count_is"}]}, "stop_server_tools_when[0].step_count"),
-    ({"stop_server_tools_when": [{"type": "step_count_is", "step_count": 1.5}]}, "stop_server_tools_when[0].step_count"),
-    ({"stop_server_tools_when": [{"type": "max_cost", "max_cost_in_dollars": 0}]}, "stop_server_tools_when[0].max_cost_in_dollars"),
+    (
+        {"stop_server_tools_when": [{"type": "step_count_is", "step_count": 1.5}]},
+        "stop_server_tools_when[0].step_count",
+    ),
+    (
+        {"stop_server_tools_when": [{"type": "max_cost", "max_cost_in_dollars": 0}]},
+        "stop_server_tools_when[0].max_cost_in_dollars",
+    ),
     ({"stop_server_tools_when": [{"type": "has_tool_call", "tool_name": ""}]}, "stop_server_tools_when[0].tool_name"),
     ({"stop_server_tools_when": [{"type": "max_tokens_used"}]}, "stop_server_tools_when[0].max_tokens"),
     ({"stop_server_tools_when": [{"type": "finish_reason_is", "reason": 3}]}, "stop_server_tools_when[0].reason"),
@@ -132,7 +141,14 @@ VALID = [
         ]
     },
     {"cache_control": {"type": "ephemeral"}},
-    {"provider": {"sort": {"by": "price", "partition": "model"}, "zdr": True, "only": ["a"], "max_price": {"prompt": 1}}},
+    {
+        "provider": {
+            "sort": {"by": "price", "partition": "model"},
+            "zdr": True,
+            "only": ["a"],
+            "max_price": {"prompt": 1},
+        }
+    },
     {"tools": [{"name": "f", "input_schema": {"type": "object"}}, {"type": "service:web_search"}]},
     {"tool_choice": {"type": "tool", "name": "f", "disable_parallel_tool_use": True}},
     {"unknown_member": {"is": "ignored"}, "stream": "not checked, not kept"},
