@@ -18,6 +18,15 @@ CHAIN = ["accounts.middleware.KeyAuthMiddleware", "presets.middleware.PresetMidd
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+async def _close_thread_connections():
+    """Close the connection the middleware's loaders opened in asgiref's thread, so the test DB can be dropped."""
+    yield
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()
+
+
 async def run_chain(key: str, body: dict) -> Context:
     """Run KeyAuth + Preset around an innermost handler that records what it was given."""
     seen: list[Context] = []
