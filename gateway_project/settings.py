@@ -148,6 +148,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     default=[
         "accounts.middleware.KeyAuthMiddleware",
         "presets.middleware.PresetMiddleware",
+        "inference.middleware.AccountingMiddleware",
     ],
 )
 
