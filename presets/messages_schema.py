@@ -1,8 +1,11 @@
 """Validation of the messages-format body of POST /presets/{slug}/messages (plain Python, no DRF).
 
 Every rule raises `validation_error(field, message)`: a 400 whose message starts with the field path.
-Fields the preset does not keep are still checked when the spec gives them a rule (`messages`,
-`session_id`, `user`, `trace`); unknown fields are ignored.
+Members the messages body shares with the Responses body (`cache_control`, `plugins`, `provider`, `route`,
+`session_id`, `user`, `stop_server_tools_when`, `trace`, `temperature`, `top_p`, `top_k`) are checked by
+inference's own checkers, so one rule set serves both; the messages-only members are checked here. Fields
+the preset does not keep are still checked when the spec gives them a rule (`messages`, `session_id`,
+`user`, `trace`); unknown members are ignored.
 """
 
 from __future__ import annotations
@@ -10,105 +13,45 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import validation_error
+from inference import schema
+from presets.config import messages_to_responses
 
 MAX_FALLBACKS = 3
-MAX_IDENTIFIER_LENGTH = 256
 SPEEDS = ("fast", "standard")
-ROUTES = ("fallback", "sort")
 EFFORTS = ("max", "xhigh", "high", "medium", "low", "minimal", "none")
-PLUGIN_IDS = (
-    "auto-router",
-    "auto-beta-router",
-    "moderation",
-    "web",
-    "web-fetch",
-    "file-parser",
-    "response-healing",
-    "context-compression",
-    "pareto-router",
-    "fusion",
-)
-# Stop-condition kinds (DECISIONS.md §9) and the one parameter each needs, with its type check.
-STOP_CONDITIONS = {
-    "step_count_is": ("step_count", "positive integer"),
-    "max_cost": ("max_cost_in_dollars", "positive number"),
-    "has_tool_call": ("tool_name", "non-empty string"),
-    "max_tokens_used": ("max_tokens", "positive integer"),
-    "finish_reason_is": ("reason", "non-empty string"),
-}
 TOOL_CHOICE_TYPES = ("auto", "any", "none", "tool")
-DATA_COLLECTION = ("allow", "deny")
-SORTS = ("price", "throughput", "latency")
+SHARED_WITH_RESPONSES = (
+    "cache_control",
+    "plugins",
+    "provider",
+    "route",
+    "session_id",
+    "user",
+    "stop_server_tools_when",
+    "trace",
+    "temperature",
+    "top_p",
+    "top_k",
+)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _check(value: Any, kind: str) -> bool:
-    if kind == "positive integer":
-        return _is_int(value) and value >= 1
-    if kind == "positive number":
-        return _is_number(value) and value > 0
-    return isinstance(value, str) and value != ""
-
-
-def _object(body: dict, name: str, path: str | None = None) -> dict | None:
+def _object(body: dict, name: str) -> dict | None:
     value = body.get(name)
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise validation_error(path or name, "must be an object")
+        raise validation_error(name, "must be an object")
     return value
 
 
-def _string_list(value: Any, path: str) -> None:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise validation_error(path, "must be an array of strings")
-
-
-def _number_field(body: dict, name: str, minimum: float | None = None, maximum: float | None = None) -> None:
-    value = body.get(name)
-    if value is None:
-        return
-    if not _is_number(value):
-        raise validation_error(name, "must be a number")
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise validation_error(name, f"must be between {minimum} and {maximum}")
-
-
-def _int_field(body: dict, name: str, minimum: int) -> None:
-    value = body.get(name)
-    if value is None:
-        return
-    if not _is_int(value) or value < minimum:
-        raise validation_error(name, f"must be an integer of at least {minimum}")
-
-
-def _identifier(body: dict, name: str) -> None:
-    value = body.get(name)
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise validation_error(name, "must be a string")
-    if len(value) > MAX_IDENTIFIER_LENGTH:
-        raise validation_error(name, f"must be at most {MAX_IDENTIFIER_LENGTH} characters")
-
-
-def validate_cache_control(value: Any, path: str = "cache_control") -> None:
-    if not isinstance(value, dict):
-        raise validation_error(path, "must be an object")
-    if value.get("type") != "ephemeral":
-        raise validation_error(f"{path}.type", "is required and must be 'ephemeral'")
-    if "ttl" in value and not isinstance(value["ttl"], str):
-        raise validation_error(f"{path}.ttl", "must be a string")
-    unknown = set(value) - {"type", "ttl"}
-    if unknown:
-        raise validation_error(f"{path}.{sorted(unknown)[0]}", "is not a cache_control member")
+def _max_tokens(body: dict) -> None:
+    value = body.get("max_tokens")
+    if value is not None and (not _is_int(value) or value < 1):
+        raise validation_error("max_tokens", "must be an integer of at least 1")
 
 
 def _model(body: dict) -> None:
@@ -144,7 +87,7 @@ def _system(body: dict) -> None:
         if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
             raise validation_error(path, "must be a text block {type: 'text', text: string}")
         if "cache_control" in block:
-            validate_cache_control(block["cache_control"], f"{path}.cache_control")
+            schema.CHECKERS["cache_control"](f"{path}.cache_control", block["cache_control"])
 
 
 def _fallbacks(body: dict) -> None:
@@ -189,72 +132,6 @@ def _output_config(body: dict) -> None:
         raise validation_error("output_config.task_budget", "must be a positive integer or an object")
 
 
-def _enum(body: dict, name: str, values: tuple[str, ...]) -> None:
-    value = body.get(name)
-    if value is not None and value not in values:
-        raise validation_error(name, f"must be one of {', '.join(values)} or null")
-
-
-def validate_plugins(value: Any, path: str = "plugins") -> None:
-    if not isinstance(value, list):
-        raise validation_error(path, "must be an array of plugin objects")
-    for index, plugin in enumerate(value):
-        item = f"{path}[{index}]"
-        if not isinstance(plugin, dict):
-            raise validation_error(item, "must be a plugin object")
-        if plugin.get("id") not in PLUGIN_IDS:
-            raise validation_error(f"{item}.id", f"must be one of {', '.join(PLUGIN_IDS)}")
-        if plugin["id"] != "auto-router":
-            continue
-        for name in ("enabled", "pin_model"):
-            if name in plugin and not isinstance(plugin[name], bool):
-                raise validation_error(f"{item}.{name}", "must be a boolean")
-        for name in ("allowed_models", "excluded_models"):
-            if name in plugin:
-                _string_list(plugin[name], f"{item}.{name}")
-        if "cost_tier" in plugin and not isinstance(plugin["cost_tier"], str):
-            raise validation_error(f"{item}.cost_tier", "must be a string")
-
-
-def validate_stop_conditions(value: Any, path: str = "stop_server_tools_when") -> None:
-    if not isinstance(value, list) or not value:
-        raise validation_error(path, "must be an array of at least 1 condition")
-    for index, condition in enumerate(value):
-        item = f"{path}[{index}]"
-        if not isinstance(condition, dict) or condition.get("type") not in STOP_CONDITIONS:
-            raise validation_error(f"{item}.type", f"must be one of {', '.join(STOP_CONDITIONS)}")
-        parameter, kind = STOP_CONDITIONS[condition["type"]]
-        if not _check(condition.get(parameter), kind):
-            raise validation_error(f"{item}.{parameter}", f"is required and must be a {kind}")
-
-
-def validate_provider(value: Any, path: str = "provider") -> None:
-    """Provider preferences (DECISIONS.md §9); unknown members are refused so a typo is not silently lost."""
-    if not isinstance(value, dict):
-        raise validation_error(path, "must be an object")
-    for name, item in value.items():
-        field = f"{path}.{name}"
-        if name in ("order", "only", "ignore", "quantizations"):
-            _string_list(item, field)
-        elif name in ("allow_fallbacks", "require_parameters", "zdr"):
-            if not isinstance(item, bool):
-                raise validation_error(field, "must be a boolean")
-        elif name == "data_collection":
-            if item not in DATA_COLLECTION:
-                raise validation_error(field, "must be allow or deny")
-        elif name == "sort":
-            if not (item in SORTS or (isinstance(item, dict) and item.get("by") in SORTS)):
-                raise validation_error(field, "must be price, throughput, latency or {by, partition}")
-        elif name == "max_price":
-            if not isinstance(item, dict) or not all(_is_number(v) and v >= 0 for v in item.values()):
-                raise validation_error(field, "must be an object of non-negative prices")
-        elif name in ("preferred_min_throughput", "preferred_max_latency"):
-            if not _is_number(item) or item < 0:
-                raise validation_error(field, "must be a non-negative number")
-        else:
-            raise validation_error(field, "is not a provider preference")
-
-
 def _tools(body: dict) -> None:
     tools = body.get("tools")
     if tools is None:
@@ -288,31 +165,25 @@ def _tool_choice(body: dict) -> None:
 
 
 def validate_messages_body(body: Any) -> dict:
-    """Check a messages-format body; returns it unchanged, or raises a 400 naming the first bad field."""
+    """Check a messages-format body; returns it unchanged, or raises a 400 naming the first bad field.
+
+    Last, the Responses fields the preset's config stands for are checked with inference's validator, so
+    a stored preset always applies as a valid Responses request.
+    """
     if not isinstance(body, dict):
         raise validation_error("body", "must be a JSON object")
     _model(body)
     _messages(body)
-    _int_field(body, "max_tokens", 1)
+    _max_tokens(body)
     _system(body)
-    if body.get("cache_control") is not None:
-        validate_cache_control(body["cache_control"])
-    if body.get("plugins") is not None:
-        validate_plugins(body["plugins"])
-    if body.get("provider") is not None:
-        validate_provider(body["provider"])
-    _enum(body, "route", ROUTES)
-    _identifier(body, "session_id")
-    _identifier(body, "user")
-    if "stop_server_tools_when" in body:
-        validate_stop_conditions(body["stop_server_tools_when"])
-    _object(body, "trace")
+    for name in SHARED_WITH_RESPONSES:
+        if name in body:
+            schema.CHECKERS[name](name, body[name])
     _fallbacks(body)
     _output_config(body)
-    _enum(body, "speed", SPEEDS)
-    _number_field(body, "temperature", 0, 2)
-    _number_field(body, "top_p", 0, 1)
-    _int_field(body, "top_k", 0)
+    if body.get("speed") is not None and body["speed"] not in SPEEDS:
+        raise validation_error("speed", "must be one of fast, standard or null")
     _tools(body)
     _tool_choice(body)
+    schema.validate_body(messages_to_responses(body))
     return body

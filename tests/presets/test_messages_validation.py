@@ -59,7 +59,7 @@ INVALID = [
         {"stop_server_tools_when": [{"type": "max_cost", "max_cost_in_dollars": 0}]},
         "stop_server_tools_when[0].max_cost_in_dollars",
     ),
-    ({"stop_server_tools_when": [{"type": "has_tool_call", "tool_name": ""}]}, "stop_server_tools_when[0].tool_name"),
+    ({"stop_server_tools_when": [{"type": "has_tool_call", "tool_name": 7}]}, "stop_server_tools_when[0].tool_name"),
     ({"stop_server_tools_when": [{"type": "max_tokens_used"}]}, "stop_server_tools_when[0].max_tokens"),
     ({"stop_server_tools_when": [{"type": "finish_reason_is", "reason": 3}]}, "stop_server_tools_when[0].reason"),
     # plugins
@@ -81,7 +81,7 @@ INVALID = [
     ({"provider": {"allow_fallbacks": "no"}}, "provider.allow_fallbacks"),
     ({"provider": {"data_collection": "maybe"}}, "provider.data_collection"),
     ({"provider": {"sort": "cheapest"}}, "provider.sort"),
-    ({"provider": {"max_price": {"prompt": -1}}}, "provider.max_price"),
+    ({"provider": {"max_price": {"prompt": -1}}}, "provider.max_price.prompt"),
     ({"provider": {"favourite": "x"}}, "provider.favourite"),
     # sampling and tools
     ({"temperature": "hot"}, "temperature"),
