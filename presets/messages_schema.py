@@ -125,6 +125,8 @@ def _output_config(body: dict) -> None:
     if output_format is not None:
         if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
             raise validation_error("output_config.format.type", "must be 'json_schema'")
+        if "name" in output_format and (not isinstance(output_format["name"], str) or not output_format["name"]):
+            raise validation_error("output_config.format.name", "must be a non-empty string")
         if not isinstance(output_format.get("schema"), dict):
             raise validation_error("output_config.format.schema", "is required and must be a JSON schema object")
     budget = config.get("task_budget")

@@ -33,8 +33,14 @@ def preset_versions(*, preset: Preset) -> QuerySet[PresetVersion]:
     return PresetVersion.objects.filter(preset=preset).order_by("version")
 
 
+MAX_VERSION = 2**31 - 1
+
+
 def preset_version_get(*, preset: Preset, version: int) -> PresetVersion:
-    found = PresetVersion.objects.filter(preset=preset, version=version).first()
+    """One version of a preset, or 404 (also for numbers no version can have)."""
+    found = None
+    if 1 <= version <= MAX_VERSION:
+        found = PresetVersion.objects.filter(preset=preset, version=version).first()
     if found is None:
         raise GatewayError(404, f"Version {version} of preset '{preset.slug}' not found")
     return found

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import action
 
 from gateway_project.api.errors import validation_error
+from gateway_project.api.openapi import ERROR_ENVELOPE
 from gateway_project.api.viewsets import OrganizationViewSet
 from presets import selectors, services
 from presets.messages_schema import validate_messages_body
@@ -22,6 +23,9 @@ from presets.serializers import (
 )
 
 SLUG = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="URL-safe preset slug, at least 1 character")
+CONFLICT = OpenApiResponse(
+    ERROR_ENVELOPE, description="Archived preset, or a concurrent change that could not get through"
+)
 VERSION = OpenApiParameter("version", int, OpenApiParameter.PATH, description="Version number, from 1")
 
 
@@ -54,7 +58,7 @@ class PresetViewSet(OrganizationViewSet):
     @extend_schema(
         parameters=[SLUG],
         request=PresetResponsesBodySerializer,
-        responses={200: PresetData, 409: None},
+        responses={200: PresetData, 409: CONFLICT},
         operation_id="presets_create_from_responses",
     )
     @action(detail=True, methods=["post"], url_path="responses")
@@ -67,7 +71,7 @@ class PresetViewSet(OrganizationViewSet):
     @extend_schema(
         parameters=[SLUG],
         request=PresetMessagesBodySerializer,
-        responses={200: PresetData, 409: None},
+        responses={200: PresetData, 409: CONFLICT},
         operation_id="presets_create_from_messages",
     )
     @action(detail=True, methods=["post"], url_path="messages")

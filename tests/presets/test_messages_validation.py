@@ -35,6 +35,7 @@ INVALID = [
     ({"output_config": {"effort": "extreme"}}, "output_config.effort"),
     ({"output_config": {"format": {"type": "text"}}}, "output_config.format.type"),
     ({"output_config": {"format": {"type": "json_schema"}}}, "output_config.format.schema"),
+    ({"output_config": {"format": {"type": "json_schema", "name": 5, "schema": {}}}}, "output_config.format.name"),
     ({"output_config": {"task_budget": 0}}, "output_config.task_budget"),
     ({"output_config": {"colour": "red"}}, "output_config.colour"),
     # speed, route

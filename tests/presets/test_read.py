@@ -62,6 +62,8 @@ def test_unknown_preset_or_version_is_404(api):
         assert response.status_code == 404, path
         assert response.json()["error"]["code"] == 404
     assert api.get("/api/v1/presets/v/versions/x").status_code == 404
+    for number in ("0", "2147483648", "99999999999999999999999"):
+        assert api.get(f"/api/v1/presets/v/versions/{number}").status_code == 404, number
 
 
 def test_another_organizations_preset_is_invisible(api, other_org):
