@@ -59,7 +59,8 @@ async def load_preset(ctx: Context, slug: str) -> PresetSnapshot:
 
 
 class PresetMiddleware:
-    """`@preset/<slug>` → ctx.body merged with the designated version, ctx.preset set (a PresetSnapshot)."""
+    """`@preset/<slug>` → ctx.body merged with the designated version, ctx.preset set (a PresetSnapshot), and a
+    `preset` stage added to ctx.pipeline (shown in `service_metadata.pipeline`)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -70,4 +71,5 @@ class PresetMiddleware:
             snapshot = await load_preset(ctx, model[len(PREFIX) :])
             ctx.body = merge_preset(ctx.body, snapshot)
             ctx.preset = snapshot
+            ctx.pipeline.append(snapshot.pipeline_stage())
         await self.get_response(ctx)

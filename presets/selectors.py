@@ -58,6 +58,16 @@ class PresetSnapshot:
     fields: dict[str, Any]  # Responses request fields of the designated version's config
     system_prompt: str
 
+    def pipeline_stage(self) -> dict[str, Any]:
+        """The `service_metadata.pipeline` stage telling which preset version shaped the request."""
+        return {
+            "type": "preset",
+            "name": self.slug,
+            "preset_id": str(self.id),
+            "version": self.version,
+            "summary": f"Applied preset '{self.slug}' version {self.version}",
+        }
+
 
 def preset_snapshot(organization_id: uuid.UUID, slug: str) -> PresetSnapshot | None:
     """The preset of an organization by slug, for the inference middleware (sync, one query); None if unknown."""

@@ -71,6 +71,26 @@ def test_upstream_receives_the_presets_model_parameters_and_system_prompt(org, h
     assert generation.requested_model == "@preset/terse" and generation.status == "completed"
 
 
+def test_service_metadata_shows_the_preset_stage(org, http, catalog):
+    created = create(org, "terse", "responses", RESPONSES_PRESET)
+    response = http.post(
+        "/responses", json={"model": "@preset/terse", "input": "hi"}, headers={"X-Service-Metadata": "enabled"}
+    )
+    metadata = response.json()["service_metadata"]
+    assert metadata["requested"] == "@preset/terse"
+    assert {
+        "type": "preset",
+        "name": "terse",
+        "preset_id": created["id"],
+        "version": 1,
+        "summary": "Applied preset 'terse' version 1",
+    } in metadata["pipeline"]
+    plain = http.post(
+        "/responses", json={"model": "fakeai/chat", "input": "hi"}, headers={"X-Service-Metadata": "enabled"}
+    )
+    assert not [stage for stage in plain.json()["service_metadata"]["pipeline"] if stage["type"] == "preset"]
+
+
 def test_request_fields_override_the_preset(org, http, catalog):
     create(org, "terse", "responses", RESPONSES_PRESET)
     request = {"model": "@preset/terse", "input": "hi", "temperature": 0.9, "instructions": "Request wins."}
