@@ -52,6 +52,20 @@ def _require_model(config: dict[str, Any]) -> None:
         raise validation_error("model", "is required: a preset must name a model (or models)")
 
 
+def _reject_nul(value: Any, path: str) -> None:
+    """400 for a NUL character anywhere in what is stored (PostgreSQL text and jsonb cannot hold it)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise validation_error(path, "must not contain NUL characters")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _reject_nul(key, path)
+            _reject_nul(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_nul(item, f"{path}[{index}]")
+
+
 def _lock_or_create(principal: Principal, slug: str, creator: str) -> Preset:
     preset = Preset.objects.select_for_update().filter(organization_id=principal.organization_id, slug=slug).first()
     if preset is not None:
@@ -103,6 +117,8 @@ def preset_version_create(
     """
     preset_slug_validate(slug)
     _require_model(config)
+    _reject_nul(config, "")
+    _reject_nul(system_prompt, "system_prompt")
     for attempt in range(MAX_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0.001, 0.01) * attempt)  # let the winner commit before trying again

@@ -182,3 +182,19 @@ def test_management_key_required(org):
 
     assert APIClient().post("/api/v1/presets/x/messages", {"model": "a/b"}, format="json").status_code == 401
     assert not Preset.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "field"),
+    [
+        ("responses", {"model": "a/b\u0000c"}, "model"),
+        ("responses", {"model": "a/b", "provider": {"order": ["x\u0000"]}}, "provider.order[0]"),
+        ("responses", {"model": "a/b", "instructions": "nul\u0000"}, "system_prompt"),
+        ("messages", {"model": "a/b", "system": "nul\u0000"}, "system_prompt"),
+    ],
+)
+def test_nul_characters_are_refused_not_stored(api, kind, body, field):
+    response = api.post(f"/api/v1/presets/nul/{kind}", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["metadata"]["field"] == field
+    assert not Preset.objects.exists()
