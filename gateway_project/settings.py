@@ -152,6 +152,12 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     ],
 )
 
+# Time limits of upstream calls, in seconds: TCP connect; until the response head / first stream event
+# (exceeded: 524 unless another endpoint answers); whole JSON body or gap between stream events.
+GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
+GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
+GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
