@@ -29,13 +29,12 @@ def merge_preset(body: dict[str, Any], snapshot: PresetSnapshot) -> dict[str, An
     `instructions` unless the request sent non-null `instructions`. Fields merge at the top level: a request
     field replaces the preset's value of that field whole.
     """
-    merged = dict(snapshot.fields)
+    merged = snapshot.fields()
     for name, value in body.items():
         if name != "model":
             merged[name] = value
-    model = snapshot.fields.get("model")
-    if model:
-        merged["model"] = model
+    if snapshot.model:
+        merged["model"] = snapshot.model
     else:
         merged.pop("model", None)
     if snapshot.system_prompt and body.get("instructions") is None:

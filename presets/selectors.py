@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.db.models import QuerySet
 
 from gateway_project.api.errors import GatewayError
@@ -55,8 +56,13 @@ class PresetSnapshot:
     status: str
     version_id: uuid.UUID | None
     version: int | None
-    fields: dict[str, Any]  # Responses request fields of the designated version's config
+    fields_json: bytes  # Responses request fields of the designated version's config, as JSON
+    model: str | None
     system_prompt: str
+
+    def fields(self) -> dict[str, Any]:
+        """A fresh copy of the preset's request fields (later stages may change the request in place)."""
+        return orjson.loads(self.fields_json)
 
     def pipeline_stage(self) -> dict[str, Any]:
         """The `service_metadata.pipeline` stage telling which preset version shaped the request."""
@@ -77,12 +83,14 @@ def preset_snapshot(organization_id: uuid.UUID, slug: str) -> PresetSnapshot | N
     if preset is None:
         return None
     version = preset.designated_version
+    fields = to_responses_fields(version.config, version.format) if version else {}
     return PresetSnapshot(
         id=preset.id,
         slug=preset.slug,
         status=preset.status,
         version_id=version.id if version else None,
         version=version.version if version else None,
-        fields=to_responses_fields(version.config, version.format) if version else {},
+        fields_json=orjson.dumps(fields),
+        model=fields.get("model") or None,
         system_prompt=version.system_prompt if version else "",
     )

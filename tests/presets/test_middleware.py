@@ -166,3 +166,24 @@ async def test_requests_without_a_preset_pass_untouched(org):
     body = {"model": "openai/gpt-4o-mini", "input": "hi", "temperature": 1}
     ctx = await run_chain(org.inference_key, body)
     assert ctx.body == body and ctx.preset is None
+
+
+async def test_a_later_stage_changing_the_request_does_not_change_the_cached_preset(org):
+    await post(org, "deep", "responses", {"model": "a/m", "provider": {"order": ["x"]}, "tools": []})
+    first = await run_chain(org.inference_key, {"model": "@preset/deep", "input": "hi"})
+    first.body["provider"]["order"].append("injected")
+    first.body["tools"].append({"type": "function", "name": "f"})
+    second = await run_chain(org.inference_key, {"model": "@preset/deep", "input": "hi"})
+    assert second.body["provider"] == {"order": ["x"]} and second.body["tools"] == []
+
+
+def test_bench_presets_command_reports_both_cases():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("bench_presets", "--requests", "200", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["@preset/<slug> request", "plain request"]
+    assert all(line.endswith("us added per request") for line in lines)
