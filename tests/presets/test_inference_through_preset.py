@@ -67,6 +67,7 @@ def test_upstream_receives_the_presets_model_parameters_and_system_prompt(org, h
     assert seen["instructions"] == "You are the preset."
     assert (seen["temperature"], seen["top_p"], seen["max_output_tokens"]) == (0.2, 0.8, 50)
     assert b"hello" in orjson.dumps(seen["input"])
+    wait_idle()  # the Generation row is written after the answer; read it once the gateway is idle
     [generation] = generations(1)
     assert generation.requested_model == "@preset/terse" and generation.status == "completed"
 
