@@ -147,6 +147,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
         "accounts.middleware.KeyAuthMiddleware",
+        "presets.middleware.PresetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
@@ -156,6 +157,9 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+
+# Generation rows of requests finishing within this many milliseconds are written in one transaction.
+GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=20)
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
