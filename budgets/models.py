@@ -74,6 +74,10 @@ class SpendCounter(models.Model):
         return Decimal(self.spent_units) / UNITS_PER_USD
 
     @property
+    def byok_spent_usd(self) -> Decimal:
+        return Decimal(self.byok_spent_units) / UNITS_PER_USD
+
+    @property
     def reserved_usd(self) -> Decimal:
         return Decimal(self.reserved_units) / UNITS_PER_USD
 
