@@ -148,6 +148,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     default=[
         "accounts.middleware.KeyAuthMiddleware",
         "budgets.middleware.BudgetMiddleware",
+        "inference.middleware.AccountingMiddleware",
     ],
 )
 
