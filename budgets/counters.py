@@ -81,16 +81,29 @@ def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendL
     return list(chosen.items())
 
 
-def _initial_spend(key: tuple) -> tuple[int, int]:
-    """Spend already recorded in the period before the counter existed (budget added mid-period)."""
+def _generations_of(scope: str, scope_id: str):
+    """The Generation rows whose spend a counter of this scope counts, or None when they cannot be told."""
     from inference.models import Generation
 
-    scope, scope_id, _interval, start = key
     if scope == "workspace":
-        rows = Generation.objects.filter(workspace_id=scope_id)
-    elif scope == "api-key":
-        rows = Generation.objects.filter(key_hash=scope_id)
-    else:
+        return Generation.objects.filter(workspace_id=scope_id)
+    if scope == "api-key":
+        return Generation.objects.filter(key_hash=scope_id)
+    if scope == "guardrail":  # "<guardrail id>:key:<key hash>" or "<guardrail id>:user:<user id>"
+        _, _, subject = scope_id.partition(":")
+        kind, _, value = subject.partition(":")
+        if kind == "key" and value:
+            return Generation.objects.filter(key_hash=value)
+        if kind == "user" and value:
+            return Generation.objects.filter(user_id=value)
+    return None
+
+
+def _initial_spend(key: tuple) -> tuple[int, int]:
+    """Spend already recorded in the period before the counter existed (a limit added mid-period)."""
+    scope, scope_id, _interval, start = key
+    rows = _generations_of(scope, scope_id)
+    if rows is None:
         return 0, 0
     zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
     totals = rows.filter(created_at__gte=start).aggregate(
