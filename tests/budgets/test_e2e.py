@@ -156,3 +156,17 @@ def test_key_limit_change_applies_to_the_next_request(http, org):
     assert refused.status_code == 402
     assert refused.json()["error"]["message"].startswith("API key 'inference' limit of $0.006 exceeded")
     assert "It never resets." in refused.json()["error"]["message"]
+
+
+def test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with(http, org):
+    response = org.client().patch(
+        f"/api/v1/keys/{org.inference_hash}", {"limit": 0.01, "limit_reset": "daily"}, format="json"
+    )
+    assert response.status_code == 200
+    assert [ask(http).status_code for _ in range(3)] == [200, 200, 402]  # $0.004 + $0.004, then $0.004 > $0.002
+    wait_idle()
+    key = http.get("/key").json()["data"]
+    assert key["usage"] == key["usage_daily"] == key["usage_weekly"] == key["usage_monthly"] == 0.008
+    assert key["limit"] == 0.01 and key["limit_remaining"] == pytest.approx(0.002)
+    counter = SpendCounter.objects.get(scope="api-key", scope_id=org.inference_hash, interval="daily")
+    assert counter.spent_usd == Decimal("0.008") and counter.reserved_units == 0
