@@ -99,7 +99,13 @@ class BudgetMiddleware:
         if not limits:
             await self.get_response(ctx)
             return
-        amount = usd_to_units(worst_case_cost(ctx.body, await _candidates(ctx)))
+        try:
+            candidates = await _candidates(ctx)
+        except GatewayError:
+            # Routing fails the same way inside the chain, where accounting records the failed request; hold
+            # nothing, but a limit already reached still refuses (DECISIONS §8).
+            candidates = []
+        amount = usd_to_units(worst_case_cost(ctx.body, candidates))
         try:
             hold = await _reserve(limits=limits, amount_units=amount, now=timezone.now(), request_id=ctx.request_id)
         except LimitExceeded as exc:

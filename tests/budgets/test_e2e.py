@@ -170,3 +170,13 @@ def test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with(
     assert key["limit"] == 0.01 and key["limit_remaining"] == pytest.approx(0.002)
     counter = SpendCounter.objects.get(scope="api-key", scope_id=org.inference_hash, interval="daily")
     assert counter.spent_usd == Decimal("0.008") and counter.reserved_units == 0
+
+
+def test_unknown_model_fails_as_without_a_budget_and_is_recorded(http, org):
+    put_budget(org, "daily", 1)
+    response = http.post("/responses", json={"model": "nobody/nothing", "input": "hi"})
+    assert response.status_code == 404 and "does not exist" in response.json()["error"]["message"]
+    (row,) = generations()
+    assert row.status == "failed" and row.error_code == 404 and row.cost == 0
+    counter = settled_counter(org)
+    assert counter.spent_units == 0 and counter.reserved_units == 0
