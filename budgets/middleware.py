@@ -67,9 +67,8 @@ def budget_exceeded_error(exc: LimitExceeded) -> GatewayError:
     limit = exc.limit
     resets = format_timestamp(exc.resets_at) if exc.resets_at else None
     when = f"It resets at {resets}." if resets else "It never resets."
-    name = limit.name[:1].upper() + limit.name[1:]
     message = (
-        f"{name} of ${limit.limit_usd.normalize():f} exceeded: ${units_to_usd(exc.spent_units):.6f} spent, "
+        f"{limit.name} of ${limit.limit_usd.normalize():f} exceeded: ${units_to_usd(exc.spent_units):.6f} spent, "
         f"${units_to_usd(exc.reserved_units):.6f} held by requests in flight, and this request may cost up to "
         f"${units_to_usd(exc.amount_units):.6f}. {when}"
     )

@@ -265,4 +265,4 @@ def test_guardrail_limit_counts_the_subjects_earlier_spend(org, subject):
     )
     with pytest.raises(GatewayError) as refused:
         request(org, Upstream(), spend_limits=[limit])
-    assert refused.value.message.startswith("Guardrail 'g' of $1 exceeded: $0.950000 spent")
+    assert refused.value.message.startswith("guardrail 'g' of $1 exceeded: $0.950000 spent")
