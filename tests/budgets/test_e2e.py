@@ -180,3 +180,37 @@ def test_unknown_model_fails_as_without_a_budget_and_is_recorded(http, org):
     assert row.status == "failed" and row.error_code == 404 and row.cost == 0
     counter = settled_counter(org)
     assert counter.spent_units == 0 and counter.reserved_units == 0
+
+
+def test_stream_cut_by_the_client_is_charged_what_accounting_records(
+    gateway_server, org, fake_upstream, monkeypatch, transactional_db
+):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", "sk-fake")
+    add_endpoint(
+        "fake/slow-stream-300",
+        "fake",
+        api_format="openai-responses",
+        base_url=fake_upstream.base_url,
+        api_key_env="FAKE_UPSTREAM_KEY",
+        prompt_price="0.01",
+        completion_price="0.01",
+    )
+    put_budget(org, "daily", 5)
+    body = {"model": "fake/slow-stream-300", "input": "hello", "max_output_tokens": 100, "stream": True}
+    headers = {"Authorization": f"Bearer {org.inference_key}"}
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        with client.stream("POST", "/responses", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if "response.output_text.delta" in line:
+                    break  # the client goes away after the first delta
+    assert fake_upstream.disconnected.wait(10)
+    (row,) = generations()
+    assert row.status == "cancelled"
+    assert row.cost > 0  # the tokens streamed before the cut are billed
+    counter = settled_counter(org)
+    assert counter.reserved_units == 0 and counter.spent_usd == row.cost
+    assert not SpendReservation.objects.exists()
