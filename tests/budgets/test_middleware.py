@@ -266,3 +266,34 @@ def test_guardrail_limit_counts_the_subjects_earlier_spend(org, subject):
     with pytest.raises(GatewayError) as refused:
         request(org, Upstream(), spend_limits=[limit])
     assert refused.value.message.startswith("guardrail 'g' of $1 exceeded: $0.950000 spent")
+
+
+def test_client_gone_while_the_hold_is_taken_releases_it(org, monkeypatch):
+    from asgiref.sync import async_to_sync
+
+    from budgets import middleware
+
+    budget(org, "daily", "1")
+    real_reserve = middleware._reserve
+
+    async def slow_reserve(**kwargs):
+        hold = await real_reserve(**kwargs)
+        await asyncio.sleep(0.05)  # the hold is taken, but the client disconnects before the middleware sees it
+        return hold
+
+    monkeypatch.setattr(middleware, "_reserve", slow_reserve)
+    upstream = Upstream()
+    ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
+
+    async def scenario():
+        task = asyncio.ensure_future(BudgetMiddleware(upstream)(ctx))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async_to_sync(scenario)()
+    assert upstream.calls == 0
+    counter = workspace_counter(org)
+    assert counter.reserved_units == 0 and counter.spent_units == 0
+    assert not SpendReservation.objects.exists()
