@@ -147,6 +147,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
         "accounts.middleware.KeyAuthMiddleware",
+        "presets.middleware.PresetMiddleware",
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
