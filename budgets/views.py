@@ -20,9 +20,7 @@ from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.api.serializers import DeletedSerializer
 from gateway_project.api.viewsets import OrganizationViewSet
 
-WORKSPACE_PARAM = OpenApiParameter(
-    "id", OpenApiTypes.STR, OpenApiParameter.PATH, description="Workspace uuid or slug"
-)
+WORKSPACE_PARAM = OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="Workspace uuid or slug")
 INTERVAL_PARAM = OpenApiParameter(
     "interval", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(INTERVAL_ORDER), description="Budget interval"
 )
