@@ -148,9 +148,16 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     default=[
         "accounts.middleware.KeyAuthMiddleware",
         "presets.middleware.PresetMiddleware",
+        "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
+
+# Budgets: a request's spend hold is released after this many seconds if its process died before settling
+# it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
+# caps them and the model's context length is unknown.
+GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
+GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
 
 # Time limits of upstream calls, in seconds: TCP connect; until the response head / first stream event
 # (exceeded: 524 unless another endpoint answers); whole JSON body or gap between stream events.
