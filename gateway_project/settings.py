@@ -149,6 +149,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
+        "inference.middleware.AccountingMiddleware",
     ],
 )
 

@@ -1,3 +1,9 @@
 """ASGI HTTP routes of the data plane, matched before Django (see gateway_project/asgi.py)."""
 
-http_routes: list = []
+from django.urls import re_path
+
+from inference.consumers import responses_consumer
+
+http_routes: list = [
+    re_path(r"^api/v1/responses/?$", responses_consumer),
+]

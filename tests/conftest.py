@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import Organization, OrgRole, User, Workspace
+from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F401  (fixtures)
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""Cost of a generation and the one Generation row written for every request that reached routing.
+
+`record_generation(ctx)` runs in `transaction.atomic()`: `generation_recording` (receivers may set
+fields), save, `generation_recorded` (receivers write dependent rows such as the observability outbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+
+from inference.models import Generation
+from inference.pipeline.context import Candidate, Context, Usage
+from inference.signals import generation_recorded, generation_recording
+
+logger = logging.getLogger("gateway.accounting")
+
+CONTEXT_BUCKETS = (
+    (1_000, "1k"),
+    (4_000, "4k"),
+    (16_000, "16k"),
+    (64_000, "64k"),
+    (128_000, "128k"),
+    (256_000, "256k"),
+    (1_000_000, "1m"),
+)
+MODALITY_OF_PART = {
+    "input_text": "text",
+    "text": "text",
+    "output_text": "text",
+    "input_image": "image",
+    "input_file": "file",
+    "input_audio": "audio",
+}
+
+
+def compute_cost(candidate: Candidate | None, usage: Usage) -> Decimal:
+    """USD cost: what the upstream reported, else tokens × the endpoint's prices (cached tokens at their price)."""
+    if usage.cost is not None:
+        return Decimal(usage.cost)
+    if candidate is None or candidate.is_free:
+        return Decimal(0)
+    cached = min(usage.cached_tokens, usage.input_tokens)
+    cached_price = (
+        candidate.cached_prompt_price if candidate.cached_prompt_price is not None else candidate.prompt_price
+    )
+    return (
+        (usage.input_tokens - cached) * candidate.prompt_price
+        + cached * cached_price
+        + usage.output_tokens * candidate.completion_price
+    )
+
+
+def context_bucket(input_tokens: int) -> str:
+    for limit, name in CONTEXT_BUCKETS:
+        if input_tokens <= limit:
+            return name
+    return "1m+"
+
+
+def input_modalities(body: dict[str, Any]) -> list[str]:
+    items = body.get("input")
+    if not isinstance(items, list):
+        return ["text"]
+    found: set[str] = set()
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, str):
+            found.add("text")
+        elif isinstance(content, list):
+            found.update(MODALITY_OF_PART.get(p.get("type"), "text") for p in content if isinstance(p, dict))
+    return sorted(found or {"text"})
+
+
+def build_generation(ctx: Context) -> Generation:
+    """The unsaved Generation row of this request, from the context and its outcome."""
+    principal = ctx.principal
+    outcome = ctx.outcome
+    candidate = outcome.candidate
+    usage = outcome.usage
+    error = outcome.error
+    body = ctx.body
+    now = outcome.completed_at or datetime.now(UTC)
+    cost = compute_cost(candidate, usage) if candidate is not None and not outcome.cost else outcome.cost
+    return Generation(
+        id=uuid.UUID(ctx.request_id),
+        organization_id=principal.organization_id,
+        workspace_id=principal.workspace_id,
+        api_key_id=principal.key_id,
+        key_hash=principal.key_hash,
+        user_id=principal.user_id,
+        session_id=(ctx.session_id or "")[:256],
+        requested_model=str(ctx.extras.get("inference.requested") or body.get("model") or "")[:200],
+        model=candidate.model_slug if candidate else "",
+        model_permaslug=candidate.canonical_slug if candidate else "",
+        provider=candidate.provider_slug if candidate else "",
+        endpoint_id=candidate.endpoint_id if candidate else None,
+        upstream_id=outcome.upstream_id[:200],
+        status=outcome.status,
+        finish_reason=outcome.finish_reason[:50],
+        error_code=getattr(error, "status", None),
+        error_message=str(getattr(error, "message", "") or ""),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost=cost,
+        is_byok=outcome.credential_is_byok,
+        streamed=ctx.stream,
+        latency_ms=outcome.latency_ms,
+        ttft_ms=outcome.ttft_ms,
+        tool_calls=outcome.tool_calls,
+        input_modalities=input_modalities(body),
+        output_modalities=list(candidate.output_modalities) if candidate and candidate.output_modalities else ["text"],
+        context_bucket=context_bucket(usage.input_tokens),
+        pipeline=ctx.pipeline,
+        trace=body.get("trace") or {},
+        metadata=body.get("metadata") or {},
+        created_at=ctx.created_at,
+        completed_at=now,
+    )
+
+
+def record_generation_sync(ctx: Context) -> Generation:
+    generation = build_generation(ctx)
+    with transaction.atomic():
+        generation_recording.send(sender=Generation, generation=generation, ctx=ctx)
+        generation.save(force_insert=True)
+        generation_recorded.send(sender=Generation, generation=generation, ctx=ctx)
+    return generation
+
+
+_record = database_sync_to_async(record_generation_sync)
+_in_flight: set[asyncio.Task] = set()
+
+
+async def record_generation(ctx: Context) -> None:
+    """Write the row; shielded so a second cancellation of the request cannot lose it."""
+    task = asyncio.ensure_future(_record(ctx))
+    _in_flight.add(task)
+    task.add_done_callback(_in_flight.discard)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("could not record generation %s", ctx.request_id)

@@ -1,0 +1,195 @@
+"""The ASGI entry of POST /api/v1/responses (in the shape of Channels' AsyncHttpConsumer, without a channel layer).
+
+It reads the body (413 over GATEWAY_MAX_BODY_BYTES while receiving), validates it (400), builds the
+`Context` and runs the `GATEWAY_INFERENCE_MIDDLEWARE` chain around `inference.handler.handle` as a task.
+While the task runs it listens for `http.disconnect` and cancels the task at once, so the upstream call
+is cancelled and the middlewares' `finally` blocks (accounting, budget settlement) still run.
+Every failure is written as the error envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from gateway_project.api.errors import GatewayError
+from inference.pipeline.context import Context
+from inference.pipeline.runner import build_chain
+from inference.response import service_metadata
+from inference.schema import parse_body
+
+logger = logging.getLogger("gateway.inference")
+
+METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
+
+
+class Responder:
+    """Writes the HTTP response through the ASGI `send` callable and remembers how far it got."""
+
+    __slots__ = ("_send", "complete", "request_id", "started")
+
+    def __init__(self, send, request_id: str) -> None:
+        self._send = send
+        self.started = False
+        self.complete = False
+        self.request_id = request_id
+
+    async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.started = True
+        headers = [*headers, (b"x-request-id", self.request_id.encode())]
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def body(self, data: bytes, more: bool = False) -> None:
+        if not more:
+            self.complete = True
+        await self._send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def send_json(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        extra = [(k.lower().encode(), str(v).encode()) for k, v in (headers or {}).items()]
+        await self.start(status, [(b"content-type", b"application/json"), *extra])
+        await self.body(data)
+
+    async def error(self, error: GatewayError, ctx: Context | None) -> None:
+        """The envelope before the first byte; an `error` + `response.failed` pair inside a started stream."""
+        if ctx is not None and ctx.metadata_enabled and error.service_metadata is None:
+            error.service_metadata = service_metadata(ctx)
+        if not self.started:
+            await self.send_json(error.status, orjson.dumps(error.envelope()), error.headers)
+            return
+        if self.complete or ctx is None:
+            return
+        writer = ctx.extras.get("inference.stream")
+        if writer is not None:
+            await writer.fail(error.message, "server", error.metadata)
+        else:
+            await self.body(b"")
+
+
+async def read_body(receive, limit: int) -> bytes | None:
+    """The request body, or None when the client went away; 413 as soon as it grows over `limit`."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise GatewayError(413, f"Request payload too large (limit {limit} bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+
+
+class ResponsesConsumer:
+    """ASGI application for /api/v1/responses; the middleware chain is built once, on first use."""
+
+    def __init__(self) -> None:
+        self._chain = None
+        self.active = 0  # requests in progress, accounting included (tests wait for 0)
+
+    @property
+    def chain(self):
+        if self._chain is None:
+            from inference.handler import handle
+
+            self._chain = build_chain(handle)
+        return self._chain
+
+    async def __call__(self, scope, receive, send) -> None:
+        self.active += 1
+        try:
+            await self._call(scope, receive, send)
+        finally:
+            self.active -= 1
+
+    async def _call(self, scope, receive, send) -> None:
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex
+        responder = Responder(send, request_id)
+        if scope["method"] != "POST":
+            error = GatewayError(405, f'Method "{scope["method"]}" not allowed', headers={"Allow": "POST"})
+            await responder.error(error, None)
+            return
+        headers = _headers(scope)
+        limit = settings.GATEWAY_MAX_BODY_BYTES
+        try:
+            declared = int(headers.get("content-length") or 0)
+        except ValueError:
+            declared = 0
+        try:
+            if declared > limit:
+                raise GatewayError(413, f"Request payload too large (limit {limit} bytes)")
+            raw = await read_body(receive, limit)
+            if raw is None:
+                return
+            body = parse_body(raw)
+        except GatewayError as error:
+            await responder.error(error, None)
+            return
+        ctx = Context(
+            request_id=str(uuid.UUID(request_id)),
+            created_at=datetime.now(UTC),
+            started=started,
+            method="POST",
+            path=scope["path"],
+            host=headers.get("host", "").split(":")[0],
+            headers=headers,
+            raw_body=raw,
+            body=body,
+            metadata_enabled=_metadata_enabled(headers),
+            session_id=body.get("session_id") or headers.get("x-session-id") or None,
+        )
+        ctx.extras["inference.responder"] = responder
+        ctx.extras["inference.requested"] = body.get("model") or ",".join(body.get("models") or ())
+        await self._serve(ctx, responder, receive)
+
+    async def _serve(self, ctx: Context, responder: Responder, receive) -> None:
+        work = asyncio.ensure_future(self._run(ctx, responder))
+        while True:
+            listener = asyncio.ensure_future(receive())
+            await asyncio.wait((work, listener), return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                listener.cancel()
+                return work.result()
+            message = listener.result()
+            if message["type"] == "http.disconnect":
+                if not responder.complete:
+                    work.cancel()
+                try:
+                    await work
+                except asyncio.CancelledError:
+                    pass
+                return None
+
+    async def _run(self, ctx: Context, responder: Responder) -> None:
+        try:
+            await self.chain(ctx)
+        except GatewayError as error:
+            await responder.error(error, ctx)
+        except Exception:
+            logger.exception("inference request %s failed", ctx.request_id)
+            await responder.error(GatewayError(500), ctx)
+
+
+def _metadata_enabled(headers: dict[str, str]) -> bool:
+    for name in METADATA_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            return value.strip().lower() == "enabled"
+    return False
+
+
+responses_consumer = ResponsesConsumer()

@@ -1,0 +1,203 @@
+"""The innermost handler of the inference chain: try candidates and credentials, answer JSON or SSE.
+
+For each candidate (inference.routing) and each of its credentials (inference.credentials): call the
+adapter. An authentication failure moves to the next credential; a retryable failure before the first
+byte reached the client moves to the next candidate; a bad request stops. Every attempt is recorded in
+`ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt rate-limited), 524
+(timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
+`error.metadata = {provider_name, raw, error_type}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from gateway_project.api.errors import GatewayError
+from inference.accounting import compute_cost
+from inference.credentials import credentials_for
+from inference.pipeline.context import Candidate, Context, Credential
+from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamCall
+from inference.providers.registry import get_adapter
+from inference.response import response_object, usage_object
+from inference.routing import remember_session, resolve_candidates
+from inference.streaming import ResponseStream
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+# Fields the gateway consumes itself; they never go upstream.
+GATEWAY_FIELDS = frozenset(
+    {"models", "provider", "route", "debug", "session_id", "trace", "plugins", "metadata", "user", "stream_options"}
+)
+ERROR_MAPPING: dict[ProviderErrorKind, tuple[int, str, str]] = {
+    ProviderErrorKind.RATE_LIMITED: (429, "rate_limit_exceeded", "Provider rate limit exceeded"),
+    ProviderErrorKind.OVERLOADED: (529, "provider_overloaded", "Provider temporarily overloaded"),
+    ProviderErrorKind.TIMEOUT: (524, "timeout", "Provider request timed out"),
+    ProviderErrorKind.BAD_REQUEST: (400, "invalid_request", "Provider rejected the request"),
+    ProviderErrorKind.AUTH: (502, "authentication", "Provider refused the credentials"),
+    ProviderErrorKind.SERVER: (502, "server", "Provider returned error"),
+}
+
+
+def hash_identifier(organization_id: Any, value: str) -> str:
+    return hashlib.sha256(f"{organization_id}:{value}".encode()).hexdigest()
+
+
+def upstream_body(ctx: Context) -> dict[str, Any]:
+    """The request as providers see it: gateway-only fields removed, `safety_identifier` hashed."""
+    body = {k: v for k, v in ctx.body.items() if k not in GATEWAY_FIELDS}
+    org = ctx.principal.organization_id if ctx.principal else ""
+    identity = ctx.body.get("safety_identifier") or ctx.body.get("user") or f"account:{org}"
+    body["safety_identifier"] = hash_identifier(org, identity)
+    body.pop("model", None)
+    return body
+
+
+def map_failure(errors: list[tuple[Candidate, ProviderError]]) -> GatewayError:
+    """The client-facing error once every attempt failed."""
+    candidate, last = errors[-1]
+    if all(e.kind == ProviderErrorKind.RATE_LIMITED for _, e in errors):
+        kind = ProviderErrorKind.RATE_LIMITED
+    else:
+        candidate, last = next((c, e) for c, e in reversed(errors) if e.kind != ProviderErrorKind.RATE_LIMITED)
+        kind = last.kind
+    status, error_type, message = ERROR_MAPPING[kind]
+    headers: dict[str, str] = {}
+    if kind == ProviderErrorKind.RATE_LIMITED:
+        waits = [e.retry_after for _, e in errors if e.retry_after]
+        headers["Retry-After"] = str(max(1, int(min(waits) + 0.999))) if waits else "1"
+    raw = last.raw if last.raw is not None else last.message
+    return GatewayError(
+        status,
+        f"{message}: {last.message}" if last.message else message,
+        metadata={"provider_name": candidate.provider_slug, "raw": raw, "error_type": error_type},
+        headers=headers,
+    )
+
+
+def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
+    ctx.outcome.attempts.append({"model": candidate.model_slug, "provider": candidate.provider_slug, "status": status})
+
+
+async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
+    result = await get_adapter(candidate.api_format).complete(call)
+    outcome = ctx.outcome
+    outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
+    cost = compute_cost(candidate, result.usage)
+    outcome.status, outcome.upstream_id, outcome.finish_reason = result.status, result.upstream_id, result.finish_reason
+    outcome.usage, outcome.cost, outcome.output = result.usage, cost, result.output
+    outcome.output_text = result.text
+    outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
+    _settle(ctx, candidate, cred, "success")
+    payload = response_object(
+        ctx,
+        status=result.status,
+        output=result.output,
+        usage=usage_object(result.usage, cost, cred.is_byok),
+        incomplete_reason=result.incomplete_reason,
+        model=candidate.model_slug,
+    )
+    outcome.first_byte_sent = True
+    await responder.send_json(200, orjson.dumps(payload))
+
+
+def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -> None:
+    outcome = ctx.outcome
+    outcome.candidate = candidate
+    outcome.credential_is_byok = cred.is_byok
+    _attempt(ctx, candidate, status)
+    remember_session(ctx.session_id, candidate)
+
+
+async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
+    adapter = get_adapter(candidate.api_format)
+    events = adapter.stream(call).__aiter__()
+    try:
+        event = await events.__anext__()  # a failure here can still fall back
+        _settle(ctx, candidate, cred, "success")
+        debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
+        writer = ResponseStream(ctx, responder, candidate, cred.is_byok)
+        ctx.extras["inference.stream"] = writer
+        await writer.open(debug)
+        try:
+            while not await writer.handle(event):
+                event = await events.__anext__()
+        except StopAsyncIteration:
+            await writer.fail("Provider stream ended without a final event", "server", _meta(candidate, "server"))
+        except ProviderError as error:
+            ctx.outcome.error = GatewayError(502, error.message, metadata=_meta(candidate, "server", error.raw))
+            await writer.fail(error.message, ERROR_MAPPING[error.kind][1], _meta(candidate, error.kind, error.raw))
+    finally:
+        await events.aclose()
+
+
+SECRET_NAMES = frozenset({"api_key", "apikey", "api-key", "authorization", "x-api-key", "secret", "password"})
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _redact(v) for k, v in value.items() if k.lower() not in SECRET_NAMES}
+    if isinstance(value, list):
+        return [_redact(v) for v in value]
+    return value
+
+
+def _debug_body(adapter: Any, call: UpstreamCall) -> dict[str, Any]:
+    """The transformed upstream body for `debug.echo_upstream_body`, without credentials."""
+    return _redact(adapter.build_request(call).json)
+
+
+def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, Any]:
+    return {"provider_name": candidate.provider_slug, "raw": raw, "error_type": str(error_type)}
+
+
+async def handle(ctx: Context) -> None:
+    """Answer the request from the first candidate that works."""
+    responder = ctx.extras["inference.responder"]
+    candidates = await resolve_candidates(ctx)
+    body = upstream_body(ctx)
+    stream = ctx.stream
+    answer = _answer_stream if stream else _answer_json
+    errors: list[tuple[Candidate, ProviderError]] = []
+    ctx.outcome.streamed = stream
+    for candidate in candidates:
+        credentials = await credentials_for(ctx, candidate)
+        if not credentials:
+            _attempt(ctx, candidate, "no_credentials")
+            continue
+        for cred in credentials:
+            call = UpstreamCall(
+                body=body,
+                upstream_model=candidate.upstream_model,
+                base_url=candidate.base_url,
+                credential=cred,
+                stream=stream,
+            )
+            try:
+                await answer(ctx, responder, call, candidate, cred)
+                ctx.outcome.completed_at = datetime.now(UTC)
+                return
+            except ProviderError as error:
+                if ctx.outcome.first_byte_sent:
+                    raise
+                _attempt(ctx, candidate, error.kind.value)
+                errors.append((candidate, error))
+                if error.kind == ProviderErrorKind.AUTH:
+                    continue
+                if not error.retryable:
+                    raise map_failure(errors) from None
+                break
+    if not errors:
+        raise GatewayError(
+            502,
+            "No provider credentials are configured for " + ", ".join(sorted({c.provider_slug for c in candidates})),
+            metadata={
+                "provider_name": candidates[0].provider_slug if candidates else None,
+                "raw": None,
+                "error_type": "provider_unavailable",
+            },
+        )
+    raise map_failure(errors)

@@ -1,0 +1,43 @@
+"""AccountingMiddleware: one Generation row for every request that reaches routing.
+
+It runs innermost, so by the time `get_response` returns the client has its answer (JSON body sent or
+the last SSE frame written) and the row is written off the critical path. Failures and client
+disconnects (`asyncio.CancelledError`) are recorded too, in `finally`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+
+from gateway_project.api.errors import GatewayError
+from inference.accounting import record_generation
+from inference.pipeline.context import Context
+
+
+class AccountingMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        outcome = ctx.outcome
+        try:
+            await self.get_response(ctx)
+        except asyncio.CancelledError:
+            outcome.status = "cancelled"
+            raise
+        except GatewayError as error:
+            outcome.status = "failed"
+            outcome.error = error
+            raise
+        except Exception as error:
+            outcome.status = "failed"
+            outcome.error = GatewayError(500, f"Internal error: {type(error).__name__}")
+            raise
+        finally:
+            if outcome.latency_ms is None:
+                outcome.latency_ms = int((time.perf_counter() - ctx.started) * 1000)
+            if outcome.completed_at is None:
+                outcome.completed_at = datetime.now(UTC)
+            await record_generation(ctx)

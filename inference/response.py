@@ -1,0 +1,147 @@
+"""The Responses `response` object (JSON answer and the payload of stream events) and `service_metadata`."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from inference.pipeline.context import Context, Usage
+
+ECHOED_FIELDS = (
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "metadata",
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "top_logprobs",
+    "prompt_cache_key",
+    "safety_identifier",
+    "truncation",
+    "user",
+    "reasoning",
+)
+
+
+def response_id(ctx: Context) -> str:
+    return f"resp_{ctx.request_id}"
+
+
+def usage_object(usage: Usage, cost: Decimal, is_byok: bool) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "cost": float(cost),
+        "is_byok": is_byok,
+    }
+
+
+def response_object(
+    ctx: Context,
+    *,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+    error_type: str | None = None,
+    incomplete_reason: str | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """The Responses `response` object; every request parameter the spec lists is echoed."""
+    body = ctx.body
+    finished = status in ("completed", "incomplete", "failed", "cancelled")
+    obj: dict[str, Any] = {
+        "id": response_id(ctx),
+        "object": "response",
+        "created_at": int(ctx.created_at.timestamp()),
+        "completed_at": int(time.time()) if finished else None,
+        "status": status,
+        "background": False,
+        "model": model or body.get("model") or "",
+        "output": output,
+        "error": error,
+        "error_type": error_type,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "parallel_tool_calls": body.get("parallel_tool_calls", True) is not False,
+        "tool_choice": body.get("tool_choice") or "auto",
+        "tools": body.get("tools") or [],
+        "text": body.get("text") or {"format": {"type": "text"}},
+        "service_tier": body.get("service_tier"),
+        "store": False,
+        "usage": usage,
+    }
+    for name in ECHOED_FIELDS:
+        obj[name] = body.get(name)
+    if obj["metadata"] is None:
+        obj["metadata"] = {}
+    if ctx.metadata_enabled:
+        obj["service_metadata"] = service_metadata(ctx)
+    return obj
+
+
+def service_metadata(ctx: Context) -> dict[str, Any]:
+    """Routing metadata: which endpoints were available, tried and selected, and the pipeline stages."""
+    outcome = ctx.outcome
+    selected = outcome.candidate
+    candidates = ctx.candidates or []
+    attempts = outcome.attempts
+    requested = ctx.extras.get("inference.requested") or ctx.body.get("model") or ""
+    strategy = "fallback" if (ctx.body.get("models") or len(attempts) > 1) else "direct"
+    sort = (ctx.body.get("provider") or {}).get("sort")
+    if sort or ctx.body.get("route") == "sort":
+        strategy = "sort"
+    attempt = len(attempts) if attempts else 0
+    if selected is not None:
+        summary = f"{selected.model_slug} served by {selected.provider_slug} on attempt {attempt}"
+    elif attempts:
+        summary = f"all {len(attempts)} attempt(s) failed"
+    else:
+        summary = "no endpoint was tried"
+    return {
+        "attempt": attempt,
+        "attempts": attempts,
+        "endpoints": {
+            "available": [
+                {
+                    "model": c.model_slug,
+                    "provider": c.provider_slug,
+                    "selected": selected is not None and c.endpoint_id == selected.endpoint_id,
+                }
+                for c in candidates
+            ],
+            "total": len(candidates),
+        },
+        "is_byok": outcome.credential_is_byok,
+        "pipeline": ctx.pipeline,
+        "region": ctx.region,
+        "requested": requested,
+        "strategy": strategy,
+        "summary": summary,
+    }
+
+
+def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    return {"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content}
+
+
+def function_call_item(item_id: str, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": status,
+    }
+
+
+def new_item_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"

@@ -1,0 +1,258 @@
+"""Candidate endpoints of a request, in the order they are tried.
+
+`resolve_candidates(ctx)` applies, in this order: the requested model (`model`, then the `models`
+fallbacks), the provider preferences (`only`, `ignore`, `data_collection`, `zdr`, `require_parameters`,
+`max_price`), every `ctx.endpoint_filters` predicate (guardrails, BYOK...), the ordering (`sort`, `order`,
+sticky session) and `allow_fallbacks`. The catalog is read from an in-process snapshot cached per policy
+version. The result is memoized in `ctx.candidates`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from decimal import Decimal
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.policy_cache import PolicyCache
+from inference.models import Endpoint
+from inference.pipeline.context import Candidate, Context
+
+_catalog = PolicyCache("catalog")
+MILLION = Decimal(1_000_000)
+# Request fields that need an endpoint to declare support when `provider.require_parameters` is true.
+ROUTED_PARAMETERS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "frequency_penalty",
+    "presence_penalty",
+    "top_logprobs",
+    "max_output_tokens",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+)
+STICKY_SESSIONS_MAX = 100_000
+_sticky: OrderedDict[str, Any] = OrderedDict()
+
+
+def candidate_from_endpoint(endpoint: Endpoint) -> Candidate:
+    model, provider = endpoint.model, endpoint.provider
+    return Candidate(
+        endpoint_id=endpoint.id,
+        model_slug=model.slug,
+        canonical_slug=model.canonical_slug or model.slug,
+        vendor=model.vendor,
+        public=model.public,
+        provider_slug=provider.slug,
+        provider_name=provider.name,
+        api_format=provider.api_format,
+        base_url=provider.base_url,
+        platform_key_env=provider.api_key_env,
+        upstream_model=endpoint.upstream_model,
+        prompt_price=endpoint.prompt_price,
+        completion_price=endpoint.completion_price,
+        cached_prompt_price=endpoint.cached_prompt_price,
+        is_free=endpoint.is_free,
+        context_length=endpoint.context_length or model.context_length or None,
+        max_output_tokens=endpoint.max_output_tokens,
+        supported_parameters=tuple(endpoint.supported_parameters or ()),
+        zdr=provider.zdr,
+        trains_on_data=provider.trains_on_data,
+        publishes_prompts=provider.publishes_prompts,
+        regions=tuple(provider.regions or ()),
+        input_modalities=tuple(model.input_modalities or ()),
+        output_modalities=tuple(model.output_modalities or ()),
+    )
+
+
+def load_catalog_snapshot() -> dict[str, list[Candidate]]:
+    """Model slug (and canonical slug) → its enabled endpoints (sync, one query)."""
+    endpoints = Endpoint.objects.filter(enabled=True, model__enabled=True, provider__enabled=True).select_related(
+        "model", "provider"
+    )
+    by_slug: dict[str, list[Candidate]] = {}
+    for endpoint in endpoints.order_by("model__slug", "provider__slug"):
+        by_slug.setdefault(endpoint.model.slug, []).append(candidate_from_endpoint(endpoint))
+    for candidates in list(by_slug.values()):
+        canonical = candidates[0].canonical_slug
+        by_slug.setdefault(canonical, candidates)
+    return by_slug
+
+
+_load_snapshot = sync_to_async(load_catalog_snapshot, thread_sensitive=True)
+
+
+async def catalog_snapshot(ctx: Context) -> dict[str, list[Candidate]]:
+    return await _catalog.get(ctx.policy_version, "all", _load_snapshot)
+
+
+def clear_caches() -> None:
+    """Forget the catalog snapshot and sticky sessions (tests: the database was reset under the process)."""
+    _catalog.clear()
+    _sticky.clear()
+
+
+def requested_models(body: dict[str, Any]) -> list[str]:
+    """`model` first, then the `models` fallbacks, without duplicates."""
+    names: list[str] = []
+    if body.get("model"):
+        names.append(body["model"])
+    for name in body.get("models") or ():
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _price_key(candidate: Candidate) -> Decimal:
+    return candidate.prompt_price + candidate.completion_price
+
+
+def _used_parameters(body: dict[str, Any]) -> list[str]:
+    return [name for name in ROUTED_PARAMETERS if body.get(name) not in (None, [], {})]
+
+
+def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(reason, predicate) pairs from the `provider` preferences."""
+    filters: list[tuple[str, Any]] = []
+    if prefs.get("only"):
+        only = set(prefs["only"])
+        filters.append(("excluded by provider.only", lambda c: c.provider_slug in only))
+    if prefs.get("ignore"):
+        ignore = set(prefs["ignore"])
+        filters.append(("excluded by provider.ignore", lambda c: c.provider_slug not in ignore))
+    if prefs.get("data_collection") == "deny":
+        filters.append(("provider.data_collection is deny", lambda c: not c.trains_on_data and not c.publishes_prompts))
+    if prefs.get("zdr"):
+        filters.append(("provider.zdr requires zero data retention", lambda c: c.zdr))
+    if prefs.get("require_parameters"):
+        used = _used_parameters(body)
+        filters.append(
+            (
+                f"provider.require_parameters: no endpoint supports {', '.join(used)}",
+                lambda c: all(p in c.supported_parameters for p in used),
+            )
+        )
+    max_price = prefs.get("max_price") or {}
+    if "prompt" in max_price:
+        limit = Decimal(str(max_price["prompt"]))
+        filters.append(("above provider.max_price.prompt", lambda c: c.prompt_price * MILLION <= limit))
+    if "completion" in max_price:
+        limit = Decimal(str(max_price["completion"]))
+        filters.append(("above provider.max_price.completion", lambda c: c.completion_price * MILLION <= limit))
+    return filters
+
+
+def _apply_filters(ctx: Context, candidates: list[Candidate]) -> list[Candidate]:
+    prefs = ctx.body.get("provider") or {}
+    checks = _preference_filters(prefs, ctx.body)
+    checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
+    for reason, allows in checks:
+        kept = [c for c in candidates if allows(c)]
+        if not kept:
+            raise GatewayError(
+                404,
+                f"No endpoint available for {', '.join(requested_models(ctx.body))}: {reason}",
+                metadata={"reason": reason},
+            )
+        candidates = kept
+    return candidates
+
+
+def _sort_settings(body: dict[str, Any]) -> tuple[str, str]:
+    """(sort by, partition): `provider.sort`, or the deprecated `route` alias."""
+    sort = (body.get("provider") or {}).get("sort")
+    if isinstance(sort, dict):
+        return sort.get("by") or "price", sort.get("partition") or "model"
+    if isinstance(sort, str):
+        return sort, "model"
+    route = body.get("route")
+    if route == "sort":
+        return "price", "none"
+    return "", "model"
+
+
+def _order(ctx: Context, candidates: list[Candidate], model_rank: dict[str, int]) -> list[Candidate]:
+    body = ctx.body
+    prefs = body.get("provider") or {}
+    by, partition = _sort_settings(body)
+    if by == "price" or not by:
+        # Cheapest first by default; `sort: price` with partition `none` ignores the model order.
+        key = (
+            (lambda c: _price_key(c)) if partition == "none" else (lambda c: (model_rank[c.model_slug], _price_key(c)))
+        )
+        candidates = sorted(candidates, key=key)
+    else:
+        candidates = sorted(candidates, key=lambda c: model_rank[c.model_slug]) if partition == "model" else candidates
+    order = prefs.get("order")
+    if order:
+        rank = {slug: i for i, slug in enumerate(order)}
+        candidates = sorted(candidates, key=lambda c: (model_rank[c.model_slug], rank.get(c.provider_slug, len(rank))))
+    elif ctx.session_id:
+        candidates = _sticky_first(ctx.session_id, candidates)
+    if prefs.get("allow_fallbacks") is False:
+        candidates = _without_provider_fallbacks(candidates, order)
+    return candidates
+
+
+def _without_provider_fallbacks(candidates: list[Candidate], order: list[str] | None) -> list[Candidate]:
+    """Per requested model: only the `order` providers, or only the first candidate when there is no order."""
+    kept: list[Candidate] = []
+    seen_models: set[str] = set()
+    for candidate in candidates:
+        if order:
+            if candidate.provider_slug in order:
+                kept.append(candidate)
+        elif candidate.model_slug not in seen_models:
+            kept.append(candidate)
+        seen_models.add(candidate.model_slug)
+    return kept
+
+
+def _sticky_first(session_id: str, candidates: list[Candidate]) -> list[Candidate]:
+    endpoint_id = _sticky.get(session_id)
+    if endpoint_id is None:
+        return candidates
+    for index, candidate in enumerate(candidates):
+        if candidate.endpoint_id == endpoint_id:
+            return [candidate, *candidates[:index], *candidates[index + 1 :]]
+    return candidates
+
+
+def remember_session(session_id: str | None, candidate: Candidate) -> None:
+    """Sticky routing: the next request of this session tries the endpoint that served this one first."""
+    if not session_id:
+        return
+    _sticky[session_id] = candidate.endpoint_id
+    _sticky.move_to_end(session_id)
+    if len(_sticky) > STICKY_SESSIONS_MAX:
+        _sticky.popitem(last=False)
+
+
+async def resolve_candidates(ctx: Context) -> list[Candidate]:
+    """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
+    if ctx.candidates is not None:
+        return ctx.candidates
+    names = requested_models(ctx.body)
+    if not names:
+        raise validation_error("model", "is required (or models)")
+    snapshot = await catalog_snapshot(ctx)
+    candidates: list[Candidate] = []
+    model_rank: dict[str, int] = {}
+    for name in names:
+        endpoints = snapshot.get(name)
+        if endpoints is None:
+            raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
+        for candidate in endpoints:
+            if candidate.model_slug not in model_rank:
+                model_rank[candidate.model_slug] = len(model_rank)
+            if candidate not in candidates:
+                candidates.append(candidate)
+    candidates = _order(ctx, _apply_filters(ctx, candidates), model_rank)
+    ctx.candidates = candidates
+    return candidates

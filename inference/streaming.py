@@ -1,0 +1,180 @@
+"""The Responses SSE writer (DECISIONS.md §9).
+
+Only this module writes the Responses event stream. Adapters hand over canonical events (`TextDelta`,
+`FunctionCallDone`, `StreamDone`); `ResponseStream` turns them into `response.*` events numbered from 0
+and ends with `data: [DONE]`. A text answer: `response.created`, `response.in_progress`,
+`response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
+`response.output_text.done`, `response.content_part.done`, `response.output_item.done`,
+`response.completed` (or `response.incomplete`). After the first byte an error is an `error` event
+followed by `response.failed`. `response.debug` (debug.echo_upstream_body) comes before everything.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from inference.accounting import compute_cost
+from inference.pipeline.context import Candidate, Context
+from inference.providers.base import CanonicalResult, FunctionCallDone, StreamDone, TextDelta
+from inference.response import function_call_item, message_item, new_item_id, response_object, usage_object
+
+DONE_FRAME = b"data: [DONE]\n\n"
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class ResponseStream:
+    """Writes one streamed response to the client through the consumer's responder."""
+
+    def __init__(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> None:
+        self.ctx = ctx
+        self.responder = responder
+        self.candidate = candidate
+        self.is_byok = is_byok
+        self.sequence = 0
+        self.pending: list[bytes] = []
+        self.items: list[dict[str, Any]] = []
+        self.message_id: str | None = None
+        self.message_index = 0
+        self.text_parts: list[str] = []
+        self.tool_calls = 0
+
+    # -- framing -------------------------------------------------------------------------------------
+    def emit(self, event_type: str, payload: dict[str, Any]) -> None:
+        data = {"type": event_type, **payload, "sequence_number": self.sequence}
+        self.sequence += 1
+        self.pending.append(b"event: " + event_type.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n")
+
+    async def flush(self, more: bool = True) -> None:
+        if not more:
+            self.pending.append(DONE_FRAME)
+        data = b"".join(self.pending)
+        self.pending.clear()
+        await self.responder.body(data, more=more)
+
+    def _response(self, status: str, output: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return response_object(self.ctx, status=status, output=output, model=self.candidate.model_slug, **extra)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    async def open(self, debug_body: dict[str, Any] | None) -> None:
+        """Start the 200 response and write the opening events (called when the first upstream event came)."""
+        outcome = self.ctx.outcome
+        outcome.first_byte_sent = True
+        outcome.ttft_ms = int((time.perf_counter() - self.ctx.started) * 1000)
+        await self.responder.start(200, SSE_HEADERS)
+        if debug_body is not None:
+            self.emit("response.debug", {"debug": {"echo_upstream_body": debug_body}})
+        self.emit("response.created", {"response": self._response("in_progress", [])})
+        self.emit("response.in_progress", {"response": self._response("in_progress", [])})
+
+    async def handle(self, event: Any) -> bool:
+        """Write one canonical event; True once the stream is finished."""
+        if isinstance(event, TextDelta):
+            if event.text:
+                self._delta(event.text)
+        elif isinstance(event, FunctionCallDone):
+            self._function_call(event)
+        elif isinstance(event, StreamDone):
+            await self._complete(event.result)
+            return True
+        await self.flush()
+        return False
+
+    def _delta(self, text: str) -> None:
+        if self.message_id is None:
+            self.message_id = new_item_id("msg")
+            self.message_index = len(self.items)
+            self.items.append(message_item(self.message_id, "", status="in_progress"))
+            self.emit("response.output_item.added", {"output_index": self.message_index, "item": dict(self.items[-1])})
+            self.emit(
+                "response.content_part.added",
+                {**self._part_ref(), "part": {"type": "output_text", "text": "", "annotations": []}},
+            )
+        self.text_parts.append(text)
+        self.emit("response.output_text.delta", {**self._part_ref(), "delta": text, "logprobs": []})
+
+    def _part_ref(self) -> dict[str, Any]:
+        return {"item_id": self.message_id, "output_index": self.message_index, "content_index": 0}
+
+    def _close_message(self) -> None:
+        if self.message_id is None:
+            return
+        text = "".join(self.text_parts)
+        self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": []})
+        part = {"type": "output_text", "text": text, "annotations": []}
+        self.emit("response.content_part.done", {**self._part_ref(), "part": part})
+        item = message_item(self.message_id, text)
+        self.items[self.message_index] = item
+        self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
+        self.message_id = None
+        self.text_parts = []
+
+    def _function_call(self, event: FunctionCallDone) -> None:
+        self._close_message()
+        index = len(self.items)
+        item_id = new_item_id("fc")
+        self.items.append(function_call_item(item_id, event.call_id, event.name, event.arguments, "completed"))
+        added = function_call_item(item_id, event.call_id, event.name, "", "in_progress")
+        self.emit("response.output_item.added", {"output_index": index, "item": added})
+        ref = {"item_id": item_id, "output_index": index}
+        self.emit("response.function_call_arguments.delta", {**ref, "delta": event.arguments})
+        self.emit("response.function_call_arguments.done", {**ref, "name": event.name, "arguments": event.arguments})
+        self.emit("response.output_item.done", {"output_index": index, "item": self.items[index]})
+        self.tool_calls += 1
+
+    def _replay(self, result: CanonicalResult) -> None:
+        """An adapter that only sent StreamDone: stream its output items so deltas still add up to the text."""
+        for item in result.output:
+            if item.get("type") == "message":
+                for part in item.get("content", []):
+                    if part.get("type") == "output_text" and part.get("text"):
+                        self._delta(part["text"])
+                self._close_message()
+            elif item.get("type") == "function_call":
+                self._function_call(FunctionCallDone(item.get("call_id", ""), item.get("name", ""), item["arguments"]))
+
+    async def _complete(self, result: CanonicalResult) -> None:
+        if not self.items:
+            self._replay(result)
+        self._close_message()
+        outcome = self.ctx.outcome
+        cost = compute_cost(self.candidate, result.usage)
+        outcome.status = result.status
+        outcome.upstream_id = result.upstream_id
+        outcome.finish_reason = result.finish_reason
+        outcome.usage = result.usage
+        outcome.cost = cost
+        outcome.tool_calls = self.tool_calls
+        outcome.output = self.items
+        outcome.output_text = "".join(
+            p["text"] for i in self.items if i["type"] == "message" for p in i["content"] if p["type"] == "output_text"
+        )
+        final = self._response(
+            result.status,
+            self.items,
+            usage=usage_object(result.usage, cost, self.is_byok),
+            incomplete_reason=result.incomplete_reason,
+        )
+        self.emit("response.completed" if result.status == "completed" else "response.incomplete", {"response": final})
+        await self.flush(more=False)
+
+    async def fail(self, message: str, error_type: str, metadata: dict[str, Any] | None = None) -> None:
+        """An error after the first byte: `error` then `response.failed`, then [DONE]."""
+        self._close_message()
+        self.ctx.outcome.status = "failed"
+        self.ctx.outcome.output = self.items
+        payload: dict[str, Any] = {"code": error_type, "message": message, "param": None}
+        if metadata:
+            payload["metadata"] = metadata
+        self.emit("error", payload)
+        error = {"code": error_type, "message": message}
+        self.emit(
+            "response.failed", {"response": self._response("failed", self.items, error=error, error_type=error_type)}
+        )
+        await self.flush(more=False)

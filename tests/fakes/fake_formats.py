@@ -1,0 +1,296 @@
+"""Wire bodies of the fake upstream: one `Reply` rendered as OpenAI Responses, Chat Completions or Anthropic
+Messages, as a JSON body or as a list of SSE frames. Used by tests/fakes/fake_upstream.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """What the fake model answers: text pieces (one stream chunk each) or one tool call, and usage."""
+
+    pieces: list[str] = field(default_factory=list)
+    tool_name: str | None = None
+    tool_call_id: str = "call_fake_1"
+    tool_arguments: list[str] = field(default_factory=list)  # argument JSON in stream pieces
+    finish: str = "stop"  # stop | length | content_filter | tool_calls
+    input_tokens: int = 12  # total prompt tokens, cached included
+    cached_tokens: int = 4
+    reasoning_tokens: int = 2
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def arguments(self) -> str:
+        return "".join(self.tool_arguments)
+
+    @property
+    def output_tokens(self) -> int:
+        return len(self.pieces) + len(self.tool_arguments) + self.reasoning_tokens
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n".encode() if event else b""
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return head + b"data: " + payload.encode() + b"\n\n"
+
+
+# --- OpenAI Responses ---------------------------------------------------------------------------------------
+
+
+def _responses_output(reply: Reply) -> list[dict[str, Any]]:
+    if reply.tool_name:
+        return [
+            {
+                "type": "function_call",
+                "id": "fc_fake_1",
+                "call_id": reply.tool_call_id,
+                "name": reply.tool_name,
+                "arguments": reply.arguments,
+                "status": "completed",
+            }
+        ]
+    text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+    return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [text]}]
+
+
+def responses_json(model: str, reply: Reply, status: str | None = None) -> dict[str, Any]:
+    incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(reply.finish)
+    return {
+        "id": "resp_fake_1",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status or ("incomplete" if incomplete else "completed"),
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        "model": model,
+        "output": _responses_output(reply),
+        "usage": {
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        },
+    }
+
+
+def responses_frames(model: str, reply: Reply) -> list[bytes]:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": responses_json(model, reply, "in_progress") | {"output": []}},
+        {"type": "response.in_progress", "response": responses_json(model, reply, "in_progress") | {"output": []}},
+    ]
+    item = _responses_output(reply)[0]
+    if reply.tool_name:
+        events.append({"type": "response.output_item.added", "output_index": 0, "item": item | {"arguments": ""}})
+        for piece in reply.tool_arguments:
+            events.append(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": "fc_fake_1",
+                    "output_index": 0,
+                    "delta": piece,
+                }
+            )
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": "fc_fake_1",
+                "output_index": 0,
+                "arguments": reply.arguments,
+            }
+        )
+    else:
+        events.append({"type": "response.output_item.added", "output_index": 0, "item": item | {"content": []}})
+        for piece in reply.pieces:
+            events.append(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": "msg_fake_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+            )
+        events.append(
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_fake_1",
+                "output_index": 0,
+                "content_index": 0,
+                "text": reply.text,
+                "logprobs": [],
+            }
+        )
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
+    final = responses_json(model, reply)
+    events.append({"type": f"response.{final['status']}", "response": final})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return [sse(event, event["type"]) for event in events]
+
+
+def responses_error_frames() -> list[bytes]:
+    error = {"type": "error", "code": "server_error", "message": "fake upstream failed mid-stream", "param": None}
+    failed = {
+        "type": "response.failed",
+        "response": {"id": "resp_fake_1", "status": "failed", "error": {"code": "server_error", "message": "failed"}},
+    }
+    return [sse(error, "error"), sse(failed, "response.failed")]
+
+
+# --- OpenAI Chat Completions --------------------------------------------------------------------------------
+
+
+def _chat_usage(reply: Reply) -> dict[str, Any]:
+    return {
+        "prompt_tokens": reply.input_tokens,
+        "completion_tokens": reply.output_tokens,
+        "total_tokens": reply.input_tokens + reply.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+    }
+
+
+def chat_json(model: str, reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None if reply.tool_name else reply.text}
+    if reply.tool_name:
+        message["tool_calls"] = [
+            {
+                "id": reply.tool_call_id,
+                "type": "function",
+                "function": {"name": reply.tool_name, "arguments": reply.arguments},
+            }
+        ]
+    return {
+        "id": "chatcmpl-fake-1",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}],
+        "usage": _chat_usage(reply),
+    }
+
+
+def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
+    base = {"id": "chatcmpl-fake-1", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return sse(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    frames = [chunk({"role": "assistant", "content": ""})]
+    if reply.tool_name:
+        for number, piece in enumerate(reply.tool_arguments):
+            call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
+            if number == 0:
+                call = {
+                    "index": 0,
+                    "id": reply.tool_call_id,
+                    "type": "function",
+                    "function": {"name": reply.tool_name, "arguments": piece},
+                }
+            frames.append(chunk({"tool_calls": [call]}))
+    else:
+        frames.extend(chunk({"content": piece}) for piece in reply.pieces)
+    frames.append(chunk({}, reply.finish))
+    if include_usage:
+        frames.append(sse(base | {"choices": [], "usage": _chat_usage(reply)}))
+    frames.append(sse("[DONE]"))
+    return frames
+
+
+def chat_error_frames() -> list[bytes]:
+    return [sse({"error": {"message": "fake upstream failed mid-stream", "type": "server_error", "code": 500}})]
+
+
+# --- Anthropic Messages -------------------------------------------------------------------------------------
+
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
+
+
+def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": reply.input_tokens - reply.cached_tokens,
+        "cache_read_input_tokens": reply.cached_tokens,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": output_tokens,
+    }
+
+
+def _anthropic_block(reply: Reply) -> dict[str, Any]:
+    if reply.tool_name:
+        return {
+            "type": "tool_use",
+            "id": reply.tool_call_id,
+            "name": reply.tool_name,
+            "input": json.loads(reply.arguments or "{}"),
+        }
+    return {"type": "text", "text": reply.text}
+
+
+def messages_json(model: str, reply: Reply) -> dict[str, Any]:
+    return {
+        "id": "msg_fake_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [_anthropic_block(reply)],
+        "stop_reason": _ANTHROPIC_STOP[reply.finish],
+        "stop_sequence": None,
+        "usage": _anthropic_usage(reply, reply.output_tokens),
+    }
+
+
+def messages_frames(model: str, reply: Reply) -> list[bytes]:
+    start = messages_json(model, reply) | {"content": [], "stop_reason": None, "usage": _anthropic_usage(reply, 1)}
+    frames = [sse({"type": "message_start", "message": start}, "message_start"), sse({"type": "ping"}, "ping")]
+    if reply.tool_name:
+        block = _anthropic_block(reply) | {"input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in reply.tool_arguments]
+    else:
+        block = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in reply.pieces]
+    frames.append(sse({"type": "content_block_start", "index": 0, "content_block": block}, "content_block_start"))
+    for delta in deltas:
+        frames.append(sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"))
+    frames.append(sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    message_delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": _ANTHROPIC_STOP[reply.finish], "stop_sequence": None},
+        "usage": {"output_tokens": reply.output_tokens},
+    }
+    frames.append(sse(message_delta, "message_delta"))
+    frames.append(sse({"type": "message_stop"}, "message_stop"))
+    return frames
+
+
+def messages_error_frames() -> list[bytes]:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    return [sse(error, "error")]
+
+
+# --- error bodies -------------------------------------------------------------------------------------------
+
+
+def error_body(path: str, status: int) -> dict[str, Any]:
+    message = f"fake failure {status}"
+    if path.endswith("/messages"):
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }
+        return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
+    kinds = {429: "rate_limit_exceeded", 401: "invalid_api_key", 503: "overloaded"}
+    kind = kinds.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "code": kind, "param": None}}
