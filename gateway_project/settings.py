@@ -171,6 +171,9 @@ GATEWAY_GUARDRAIL_PHONE_REGIONS = env.list("GATEWAY_GUARDRAIL_PHONE_REGIONS", de
 # Fernet keys for BYOK and destination secrets, comma separated; the first one encrypts.
 GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=[])
 
+# `max_tokens` sent to Anthropic when the request has no `max_output_tokens` (the Messages API requires it).
+GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4096)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from inference.providers.anthropic import AnthropicMessagesAdapter
 from inference.providers.base import Adapter
 from inference.providers.echo import EchoAdapter
+from inference.providers.openai_chat import OpenAIChatAdapter
+from inference.providers.openai_responses import OpenAIResponsesAdapter
 
 _ADAPTERS: dict[str, Adapter] = {
-    EchoAdapter.api_format: EchoAdapter(),
+    adapter.api_format: adapter
+    for adapter in (EchoAdapter(), OpenAIResponsesAdapter(), OpenAIChatAdapter(), AnthropicMessagesAdapter())
 }
 
 

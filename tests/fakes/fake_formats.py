@@ -278,8 +278,13 @@ def messages_error_frames() -> list[bytes]:
 # --- error bodies -------------------------------------------------------------------------------------------
 
 
-def error_body(path: str, status: int) -> dict[str, Any]:
+def error_body(path: str, status: int, key: str = "") -> dict[str, Any]:
+    """The format's error body. Like real providers, a 401 quotes the key it refused; a 503 says overloaded."""
     message = f"fake failure {status}"
+    if status == 401:
+        message = f"Incorrect API key provided: {key}"
+    elif status == 503:
+        message = "The server is overloaded, try again later"
     if path.endswith("/messages"):
         kinds = {
             400: "invalid_request_error",

@@ -23,6 +23,7 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 | `length`                  | text answer, finish `length` / `max_tokens` / Responses `incomplete`           |
 | `content-filter`          | text answer, finish `content_filter` / `refusal`                               |
 | `fail-<status>`           | that HTTP status with the format's error body (429: `Retry-After: fake.retry_after`) |
+|                           | (a 401 quotes the key it got, as real providers do; a 503 says "overloaded")   |
 | `slow-first-byte[-<ms>]`  | waits (default `fake.first_byte_delay` = 2 s) before sending anything          |
 | `slow-first-event[-<ms>]` | sends the 200 head at once, waits before the first body byte / event           |
 | `slow-stream[-<ms>]`      | waits between stream frames (default `fake.chunk_delay` = 0.1 s)              |
@@ -235,15 +236,15 @@ class FakeUpstream:
             self.requests.append(record)
         try:
             if record.auth in self.rejected_keys:
-                return self._error(request.path, 401)
+                return self._error(request.path, 401, record.auth)
             return await self._play(request, record, payload, _scenario(record.model))
         except (asyncio.CancelledError, ConnectionResetError):
             self._mark_disconnect(request.path)
             raise
 
-    def _error(self, path: str, status: int) -> web.Response:
+    def _error(self, path: str, status: int, key: str) -> web.Response:
         headers = {"Retry-After": self.retry_after} if status == 429 else None
-        return web.json_response(formats.error_body(path, status), status=status, headers=headers)
+        return web.json_response(formats.error_body(path, status, key), status=status, headers=headers)
 
     def _reply(self, scenario: _Scenario, body: dict[str, Any]) -> formats.Reply:
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")
@@ -276,7 +277,7 @@ class FakeUpstream:
         if name == "hang":
             await asyncio.sleep(3600)
         if name == "fail":
-            return self._error(request.path, scenario.status)
+            return self._error(request.path, scenario.status, record.auth)
         if name == "slow-first-byte":
             await asyncio.sleep(scenario.delay if scenario.delay is not None else self.first_byte_delay)
         if name == "garbage-json":

@@ -1,0 +1,211 @@
+"""`anthropic-messages`: Responses requests translated to Anthropic's Messages API and back.
+
+Request (`build_body`, pure): `instructions` and system/developer messages → `system`; messages with
+content blocks (text; input_image → image block from a data URL, an https URL or a file id; input_file →
+document block), consecutive messages of one role merged; `function_call` items → assistant `tool_use`
+blocks, `function_call_output` → user `tool_result` blocks; function tools → tools with `input_schema`;
+`tool_choice` (auto/none/required → auto/none/any, a function → tool; `parallel_tool_calls: false` →
+`disable_parallel_tool_use`); `max_tokens` (required) from `max_output_tokens` or
+GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with a token budget per effort (temperature,
+top_p and top_k are then left out, as Anthropic requires); `temperature` (capped at 1), `top_p`, `top_k`;
+`text.format` json_schema → `output_format` with the structured-outputs beta header; content-part
+`cache_control` kept, a top-level `cache_control` marks the last block; `safety_identifier` (or `user`)
+→ `metadata.user_id`. Headers: `x-api-key` and `anthropic-version`. Parsing: `anthropic_parse.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+
+from inference.providers.anthropic_parse import MessagesStreamParser, parse_response
+from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamCall, UpstreamRequest
+from inference.providers.canonical import (
+    TEXT_PART_TYPES,
+    content_parts,
+    function_tools,
+    input_items,
+    item_type,
+    output_to_text,
+    text_of,
+    unsupported,
+)
+from inference.providers.http import HttpAdapter
+
+ANTHROPIC_VERSION = "2023-06-01"
+STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
+THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
+MIN_THINKING_BUDGET = 1024
+
+
+def _source(url: str, file_id: Any) -> dict[str, Any]:
+    if file_id:
+        return {"type": "file", "file_id": file_id}
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media_type = header[5:].split(";")[0]
+        return {"type": "base64", "media_type": media_type, "data": data}
+    return {"type": "url", "url": url}
+
+
+def _block(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind in TEXT_PART_TYPES:
+        block: dict[str, Any] = {"type": "text", "text": str(part.get("text", ""))}
+    elif kind == "input_image":
+        block = {"type": "image", "source": _source(str(part.get("image_url") or ""), part.get("file_id"))}
+    elif kind == "input_file":
+        url = str(part.get("file_data") or part.get("file_url") or "")
+        block = {"type": "document", "source": _source(url, part.get("file_id"))}
+    else:
+        raise unsupported(f"content part type {kind!r}")
+    if part.get("cache_control"):
+        block["cache_control"] = part["cache_control"]
+    return block
+
+
+def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Add blocks as a message of `role`, merged into the previous one when it has the same role."""
+    if messages and messages[-1]["role"] == role:
+        messages[-1]["content"].extend(blocks)
+    else:
+        messages.append({"role": role, "content": blocks})
+
+
+def _tool_use(item: dict[str, Any]) -> dict[str, Any]:
+    try:
+        arguments = json.loads(item.get("arguments") or "{}")
+    except ValueError:
+        raise ProviderError(ProviderErrorKind.BAD_REQUEST, "function_call arguments are not valid JSON")
+    return {
+        "type": "tool_use",
+        "id": str(item.get("call_id", "")),
+        "name": str(item.get("name", "")),
+        "input": arguments,
+    }
+
+
+def build_messages(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """(system texts, messages) of a Responses request."""
+    system = [body["instructions"]] if body.get("instructions") else []
+    messages: list[dict[str, Any]] = []
+    for item in input_items(body):
+        kind = item_type(item)
+        if kind == "message":
+            role = item.get("role") or "user"
+            if role in ("system", "developer"):
+                system.append(text_of(item.get("content")))
+                continue
+            blocks = [_block(part) for part in content_parts(item.get("content"))]
+            _append(messages, "assistant" if role == "assistant" else "user", blocks)
+        elif kind == "function_call":
+            _append(messages, "assistant", [_tool_use(item)])
+        elif kind == "function_call_output":
+            result = {
+                "type": "tool_result",
+                "tool_use_id": str(item.get("call_id", "")),
+                "content": output_to_text(item.get("output")),
+            }
+            _append(messages, "user", [result])
+        elif kind not in ("reasoning", "item_reference"):
+            raise unsupported(f"input item type {kind!r}")
+    return system, messages
+
+
+def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
+    tools = function_tools(body)
+    if not tools:
+        return
+    out["tools"] = [
+        {k: v for k, v in (("name", t.get("name", "")), ("description", t.get("description"))) if v}
+        | {"input_schema": t.get("parameters") or {"type": "object", "properties": {}}}
+        for t in tools
+    ]
+    choice = body.get("tool_choice")
+    mapped: dict[str, Any] | None = None
+    if choice in ("auto", "none"):
+        mapped = {"type": choice}
+    elif choice == "required":
+        mapped = {"type": "any"}
+    elif isinstance(choice, dict) and choice.get("type") == "function":
+        mapped = {"type": "tool", "name": choice.get("name", "")}
+    if body.get("parallel_tool_calls") is False:
+        mapped = (mapped or {"type": "auto"}) | {"disable_parallel_tool_use": True}
+    if mapped:
+        out["tool_choice"] = mapped
+
+
+def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
+    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
+    if not effort or effort == "none" or reasoning.get("enabled") is False:
+        return None
+    if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):
+        return None  # Anthropic refuses extended thinking with a forced tool
+    return THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
+
+
+def _limits(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) -> None:
+    budget = _thinking_budget(body, out)
+    requested = body.get("max_output_tokens")
+    if budget is not None and requested is not None:
+        budget = min(budget, requested - 1)
+        if budget < MIN_THINKING_BUDGET:
+            budget = None
+    out["max_tokens"] = requested if requested is not None else default_max_tokens + (budget or 0)
+    if budget is not None:
+        out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return
+    if body.get("temperature") is not None:
+        out["temperature"] = min(float(body["temperature"]), 1.0)
+    for key in ("top_p", "top_k"):
+        if body.get(key) is not None:
+            out[key] = body[key]
+
+
+def build_body(
+    body: dict[str, Any], upstream_model: str, stream: bool, *, default_max_tokens: int = 4096
+) -> tuple[dict[str, Any], list[str]]:
+    """(the Messages body, the `anthropic-beta` features it needs) of a Responses request (pure)."""
+    system, messages = build_messages(body)
+    out: dict[str, Any] = {"model": upstream_model, "messages": messages}
+    if system:
+        out["system"] = "\n\n".join(system)
+    _tools(body, out)
+    _limits(body, out, default_max_tokens)
+    if isinstance(body.get("cache_control"), dict) and messages and messages[-1]["content"]:
+        messages[-1]["content"][-1].setdefault("cache_control", body["cache_control"])
+    betas = []
+    fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        out["output_format"] = {"type": "json_schema", "schema": fmt.get("schema") or {}}
+        betas.append(STRUCTURED_OUTPUTS_BETA)
+    user_id = body.get("safety_identifier") or body.get("user")
+    if user_id:
+        out["metadata"] = {"user_id": user_id}
+    if stream:
+        out["stream"] = True
+    return out, betas
+
+
+class AnthropicMessagesAdapter(HttpAdapter):
+    api_format = "anthropic-messages"
+
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        default_max = getattr(settings, "GATEWAY_ANTHROPIC_MAX_TOKENS", 4096)
+        body, betas = build_body(call.body, call.upstream_model, call.stream, default_max_tokens=default_max)
+        headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION, **call.extra_headers}
+        if betas:
+            existing = headers.get("anthropic-beta")
+            headers["anthropic-beta"] = ",".join([existing, *betas] if existing else betas)
+        if call.credential.api_key:
+            headers["x-api-key"] = call.credential.api_key
+        return UpstreamRequest(url=call.base_url.rstrip("/") + "/messages", headers=headers, json=body)
+
+    def parse_response(self, data: Any):
+        return parse_response(data)
+
+    def stream_parser(self, call: UpstreamCall) -> MessagesStreamParser:
+        return MessagesStreamParser()

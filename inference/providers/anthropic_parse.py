@@ -1,0 +1,147 @@
+"""Anthropic Messages answers → canonical: the JSON body (`parse_response`) and the SSE stream
+(`MessagesStreamParser`), both pure.
+
+Text blocks become one message item (output_text), `tool_use` blocks function_call items (arguments are
+the JSON of `input`; streamed `input_json_delta` pieces are joined and reported as `FunctionCallDone` at
+`content_block_stop`); thinking blocks are not part of the output. `stop_reason` max_tokens (or
+model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
+tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
+cache_creation_input_tokens, cached = cache_read_input_tokens. An `error` event is a ProviderError of the
+kind its `error.type` names (overloaded_error → OVERLOADED, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inference.pipeline.context import Usage
+from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
+from inference.providers.canonical import as_int, body_error, build_output, make_result
+from inference.providers.http import loads, malformed
+from inference.providers.sse import ServerSentEvent
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+
+
+def _usage_into(usage: Usage, data: Any) -> None:
+    """Update `usage` with the fields present in an Anthropic usage object (message_delta repeats some)."""
+    if not isinstance(data, dict):
+        return
+    if any(key in data for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")):
+        cached = as_int(data.get("cache_read_input_tokens"))
+        if "input_tokens" in data or "cache_creation_input_tokens" in data:
+            usage.input_tokens = (
+                as_int(data.get("input_tokens")) + cached + as_int(data.get("cache_creation_input_tokens"))
+            )
+        usage.cached_tokens = cached
+    if "output_tokens" in data:
+        usage.output_tokens = as_int(data.get("output_tokens"))
+
+
+def parse_usage(data: Any) -> Usage:
+    usage = Usage()
+    _usage_into(usage, data)
+    return usage
+
+
+def parse_response(data: Any) -> CanonicalResult:
+    if not isinstance(data, dict):
+        raise malformed("Messages body")
+    if data.get("type") == "error" or (data.get("error") and "content" not in data):
+        raise body_error(data.get("error"), raw=data)
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise malformed("Messages body (no content)", raw=data)
+    texts, calls = [], []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            arguments = json.dumps(block.get("input") or {})
+            calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
+    finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
+    return make_result(
+        str(data.get("id", "")), build_output("".join(texts), calls), parse_usage(data.get("usage")), finish
+    )
+
+
+class MessagesStreamParser:
+    """Messages stream events → TextDelta / FunctionCallDone; `finish()` builds the result."""
+
+    def __init__(self) -> None:
+        self.upstream_id = ""
+        self.usage = Usage()
+        self.text: list[str] = []
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.calls: list[tuple[str, str, str]] = []
+        self.stop_reason: str | None = None
+        self.stopped = False
+
+    def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
+        if sse.data == "[DONE]":
+            return []
+        event = loads(sse.data, "stream event")
+        if not isinstance(event, dict) or "type" not in event:
+            raise malformed("stream event", raw=event)
+        kind = event["type"]
+        if kind == "content_block_delta":
+            return self._delta(event)
+        if kind == "content_block_start":
+            block = dict(event.get("content_block") or {})
+            block["parts"] = []
+            self.blocks[as_int(event.get("index"))] = block
+            if block.get("type") == "text" and block.get("text"):
+                self.text.append(block["text"])
+                return [TextDelta(block["text"])]
+        elif kind == "content_block_stop":
+            return self._block_stop(as_int(event.get("index")))
+        elif kind == "message_start":
+            message = event.get("message") or {}
+            self.upstream_id = str(message.get("id", ""))
+            _usage_into(self.usage, message.get("usage"))
+        elif kind == "message_delta":
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+            _usage_into(self.usage, event.get("usage"))
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "error":
+            raise body_error(event.get("error"), raw=event)
+        return []
+
+    def _delta(self, event: dict[str, Any]) -> list[CanonicalEvent]:
+        delta = event.get("delta") or {}
+        if delta.get("type") == "text_delta":
+            text = str(delta.get("text", ""))
+            self.text.append(text)
+            return [TextDelta(text)] if text else []
+        if delta.get("type") == "input_json_delta":
+            block = self.blocks.get(as_int(event.get("index")))
+            if block is not None:
+                block["parts"].append(str(delta.get("partial_json", "")))
+        return []
+
+    def _block_stop(self, index: int) -> list[CanonicalEvent]:
+        block = self.blocks.get(index) or {}
+        if block.get("type") != "tool_use":
+            return []
+        arguments = "".join(block["parts"]) or json.dumps(block.get("input") or {})
+        call = (str(block.get("id", "")), str(block.get("name", "")), arguments)
+        self.calls.append(call)
+        return [FunctionCallDone(*call)]
+
+    def finish(self) -> CanonicalResult:
+        if not self.stopped and self.stop_reason is None:
+            raise malformed("stream: it ended before message_stop")
+        finish = STOP_REASONS.get(self.stop_reason, "stop")
+        return make_result(self.upstream_id, build_output("".join(self.text), self.calls), self.usage, finish)

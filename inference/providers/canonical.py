@@ -1,0 +1,172 @@
+"""Shared pieces of the translating adapters: reading a Responses request (input items, content parts,
+function tools) and building canonical results (output items, finish → status), plus errors that arrive
+inside a 200 body or a stream."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from inference.pipeline.context import Usage
+from inference.providers.base import CanonicalResult, ProviderError, ProviderErrorKind
+from inference.providers.http import kind_for_status
+
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "summary_text"})
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+# --- reading the request ------------------------------------------------------------------------------------
+
+
+def input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's `input` as a list of items (a string is one user message)."""
+    value = body.get("input")
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    return [item for item in value if isinstance(item, dict)]
+
+
+def item_type(item: dict[str, Any]) -> str:
+    """`message` for items with a role and no explicit other type."""
+    return item.get("type") or "message"
+
+
+def content_parts(content: Any) -> list[dict[str, Any]]:
+    """A message's content as a list of typed parts (a string is one text part)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return [part for part in content if isinstance(part, dict)]
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content (string or parts), non-text parts left out."""
+    if isinstance(content, str):
+        return content
+    return "".join(str(p.get("text", "")) for p in content_parts(content) if p.get("type") in TEXT_PART_TYPES)
+
+
+def is_text_only(parts: list[dict[str, Any]]) -> bool:
+    return all(part.get("type") in TEXT_PART_TYPES for part in parts)
+
+
+def output_to_text(output: Any) -> str:
+    """A function_call_output's `output` (a string or content parts) as a string."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return text_of(output)
+    return "" if output is None else str(output)
+
+
+def is_gateway_tool(tool: dict[str, Any]) -> bool:
+    """Server tools the gateway runs itself (`service:...`) never go to a provider."""
+    return str(tool.get("type", "")).startswith("service:") or str(tool.get("name", "")).startswith("service:")
+
+
+def function_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's function tools; another provider-side tool kind cannot be translated (BAD_REQUEST)."""
+    tools = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict) or is_gateway_tool(tool):
+            continue
+        if tool.get("type") != "function":
+            raise unsupported(f"tool type {tool.get('type')!r}")
+        tools.append(tool)
+    return tools
+
+
+def unsupported(what: str) -> ProviderError:
+    return ProviderError(ProviderErrorKind.BAD_REQUEST, f"{what} is not supported by this provider's API format")
+
+
+# --- building the result ------------------------------------------------------------------------------------
+
+
+def message_item(text: str, *, refusal: str | None = None) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if text:
+        content.append({"type": "output_text", "text": text, "annotations": []})
+    if refusal:
+        content.append({"type": "refusal", "refusal": refusal})
+    return {"type": "message", "id": new_id("msg"), "role": "assistant", "status": "completed", "content": content}
+
+
+def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": new_id("fc"),
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "status": "completed",
+    }
+
+
+def build_output(text: str, calls: list[tuple[str, str, str]], refusal: str | None = None) -> list[dict[str, Any]]:
+    """Output items: one message (when there is text or a refusal), then one function_call per call."""
+    output = [message_item(text, refusal=refusal)] if text or refusal else []
+    output.extend(function_call_item(*call) for call in calls)
+    return output
+
+
+def make_result(upstream_id: str, output: list[dict[str, Any]], usage: Usage, finish: str) -> CanonicalResult:
+    """A CanonicalResult whose status follows the finish reason (length / content_filter → incomplete)."""
+    reason = INCOMPLETE_REASONS.get(finish)
+    return CanonicalResult(
+        upstream_id=upstream_id,
+        output=output,
+        usage=usage,
+        status="incomplete" if reason else "completed",
+        incomplete_reason=reason,
+        finish_reason=finish,
+    )
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# --- errors inside a body or a stream -----------------------------------------------------------------------
+
+_CODE_KINDS = {
+    "rate_limit": ProviderErrorKind.RATE_LIMITED,
+    "overloaded": ProviderErrorKind.OVERLOADED,
+    "timeout": ProviderErrorKind.TIMEOUT,
+    "authentication": ProviderErrorKind.AUTH,
+    "permission": ProviderErrorKind.AUTH,
+    "invalid_api_key": ProviderErrorKind.AUTH,
+    "invalid_request": ProviderErrorKind.BAD_REQUEST,
+    "not_found": ProviderErrorKind.BAD_REQUEST,
+    "context_length": ProviderErrorKind.BAD_REQUEST,
+    "request_too_large": ProviderErrorKind.BAD_REQUEST,
+}
+
+
+def kind_for_code(code: Any, status: Any = None) -> ProviderErrorKind:
+    """The kind of an error named by a code/type string (`rate_limit_exceeded`, `overloaded_error`, ...)."""
+    text = str(code or "").lower()
+    for marker, kind in _CODE_KINDS.items():
+        if marker in text:
+            return kind
+    if isinstance(status, int):
+        return kind_for_status(status, text)
+    return ProviderErrorKind.SERVER
+
+
+def body_error(error: Any, raw: Any) -> ProviderError:
+    """An error object that came inside a 200 body or as a stream event."""
+    if isinstance(error, dict):
+        code = error.get("type") or error.get("code")
+        message = error.get("message") or str(code or "error")
+        status = error.get("code") if isinstance(error.get("code"), int) else None
+        kind = kind_for_code(code if isinstance(code, str) else "", status)
+        return ProviderError(kind, f"upstream error: {message}", status=status, raw=raw)
+    return ProviderError(ProviderErrorKind.SERVER, f"upstream error: {error}", raw=raw)

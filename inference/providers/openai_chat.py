@@ -1,0 +1,204 @@
+"""`openai-chat`: Responses requests translated to Chat Completions and back; the base of every
+OpenAI-compatible vendor (Groq, Together, DeepInfra, ... and OpenAI's own chat endpoint).
+
+Request (`build_body`, pure): `instructions` and system/developer messages → `system` messages; `input`
+(a string, or items: messages with string or part content, `function_call`, `function_call_output`) →
+`messages` (input_text → text, input_image → image_url, input_file → file, input_audio → input_audio;
+function calls → the assistant's `tool_calls`, outputs → `tool` messages; reasoning items are dropped);
+function tools → chat tools; `tool_choice`; `text.format` json_schema/json_object → `response_format`;
+`reasoning.effort` → `reasoning_effort`; `max_output_tokens` → `max_completion_tokens` (api.openai.com) or
+`max_tokens` (other vendors); sampling parameters; `top_logprobs` → `logprobs` + `top_logprobs`; a stream
+asks for `stream_options.include_usage`. Response parsing and the stream parser live in
+`openai_chat_parse.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.providers.base import UpstreamCall, UpstreamRequest
+from inference.providers.canonical import (
+    TEXT_PART_TYPES,
+    content_parts,
+    function_tools,
+    input_items,
+    is_text_only,
+    item_type,
+    output_to_text,
+    text_of,
+    unsupported,
+)
+from inference.providers.http import HttpAdapter
+from inference.providers.openai_chat_parse import ChatStreamParser, parse_response
+
+SAMPLING_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
+OPENAI_ONLY_FIELDS = ("service_tier", "prompt_cache_key", "safety_identifier")
+CHAT_EFFORTS = {"max": "high", "xhigh": "high"}  # efforts Chat Completions does not know
+
+
+def _part(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind in TEXT_PART_TYPES:
+        return {"type": "text", "text": str(part.get("text", ""))}
+    if kind == "input_image":
+        if not part.get("image_url"):
+            raise unsupported("an input_image without image_url (file_id)")
+        image = {"url": part["image_url"]}
+        if part.get("detail"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    if kind == "input_file":
+        file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
+        return {"type": "file", "file": file}
+    if kind == "input_audio":
+        return {"type": "input_audio", "input_audio": part.get("input_audio") or {}}
+    raise unsupported(f"content part type {kind!r}")
+
+
+def _message(item: dict[str, Any]) -> dict[str, Any]:
+    role = item.get("role") or "user"
+    if role == "developer":
+        role = "system"
+    parts = content_parts(item.get("content"))
+    if role in ("assistant", "system") or is_text_only(parts):
+        return {"role": role, "content": text_of(item.get("content"))}
+    return {"role": role, "content": [_part(part) for part in parts]}
+
+
+def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any]) -> None:
+    call = {
+        "id": str(item.get("call_id") or item.get("id") or ""),
+        "type": "function",
+        "function": {"name": str(item.get("name", "")), "arguments": str(item.get("arguments") or "{}")},
+    }
+    if messages and messages[-1]["role"] == "assistant":
+        last = messages[-1]
+        if not last.get("content"):
+            last["content"] = None
+        last.setdefault("tool_calls", []).append(call)
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def build_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if body.get("instructions"):
+        messages.append({"role": "system", "content": body["instructions"]})
+    for item in input_items(body):
+        kind = item_type(item)
+        if kind == "message":
+            messages.append(_message(item))
+        elif kind == "function_call":
+            _add_tool_call(messages, item)
+        elif kind == "function_call_output":
+            content = output_to_text(item.get("output"))
+            messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": content})
+        elif kind not in ("reasoning", "item_reference"):
+            raise unsupported(f"input item type {kind!r}")
+    return messages
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": tool.get("name", "")}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict") is not None:
+        function["strict"] = tool["strict"]
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, dict):
+        if choice.get("type") == "function":
+            return {"type": "function", "function": {"name": choice.get("name", "")}}
+        if choice.get("type") == "allowed_tools":
+            return choice.get("mode") or "auto"
+        raise unsupported(f"tool_choice type {choice.get('type')!r}")
+    return choice
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    fmt = (text or {}).get("format") if isinstance(text, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") in (None, "text"):
+        return None
+    if fmt["type"] == "json_object":
+        return {"type": "json_object"}
+    if fmt["type"] == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "description", "schema", "strict") if fmt.get(k) is not None}
+        return {"type": "json_schema", "json_schema": schema}
+    raise unsupported(f"text.format type {fmt['type']!r}")
+
+
+def _add_tools(out: dict[str, Any], body: dict[str, Any]) -> None:
+    tools = function_tools(body)
+    if not tools:
+        return
+    out["tools"] = [_tool(tool) for tool in tools]
+    if body.get("tool_choice") is not None:
+        out["tool_choice"] = _tool_choice(body["tool_choice"])
+    if body.get("parallel_tool_calls") is not None:
+        out["parallel_tool_calls"] = body["parallel_tool_calls"]
+
+
+def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> None:
+    for key in SAMPLING_FIELDS:
+        if body.get(key) is not None:
+            out[key] = body[key]
+    if body.get("top_k") is not None and not openai:
+        out["top_k"] = body["top_k"]
+    if body.get("top_logprobs") is not None:
+        out["logprobs"] = True
+        out["top_logprobs"] = body["top_logprobs"]
+    if body.get("max_output_tokens") is not None:
+        out["max_completion_tokens" if openai else "max_tokens"] = body["max_output_tokens"]
+    response_format = _response_format(body.get("text"))
+    if response_format:
+        out["response_format"] = response_format
+    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
+    effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
+    if effort and reasoning.get("enabled") is not False:
+        out["reasoning_effort"] = CHAT_EFFORTS.get(effort, effort)
+    if body.get("user"):
+        out["user"] = body["user"]
+    if openai:
+        for key in OPENAI_ONLY_FIELDS:
+            if body.get(key) is not None:
+                out[key] = "priority" if body[key] == "fast" else body[key]
+        verbosity = (body.get("text") or {}).get("verbosity") if isinstance(body.get("text"), dict) else None
+        if verbosity:
+            out["verbosity"] = verbosity
+    elif body.get("safety_identifier") and "user" not in out:
+        out["user"] = body["safety_identifier"]
+
+
+def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, openai: bool = False) -> dict[str, Any]:
+    """The Chat Completions body of a gateway Responses request (pure). `openai`: api.openai.com dialect."""
+    out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
+    _add_tools(out, body)
+    _add_options(out, body, openai)
+    if stream:
+        out["stream"] = True
+        out["stream_options"] = {"include_usage": True}
+    return out
+
+
+class OpenAIChatAdapter(HttpAdapter):
+    """Chat Completions over HTTP; subclass it (or just use it) for any OpenAI-compatible vendor."""
+
+    api_format = "openai-chat"
+    path = "/chat/completions"
+
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        headers = {"Content-Type": "application/json", **call.extra_headers}
+        if call.credential.api_key:
+            headers["Authorization"] = f"Bearer {call.credential.api_key}"
+        openai = "api.openai.com" in call.base_url
+        body = build_body(call.body, call.upstream_model, call.stream, openai=openai)
+        return UpstreamRequest(url=call.base_url.rstrip("/") + self.path, headers=headers, json=body)
+
+    def parse_response(self, data: Any):
+        return parse_response(data)
+
+    def stream_parser(self, call: UpstreamCall) -> ChatStreamParser:
+        return ChatStreamParser()

@@ -1,0 +1,138 @@
+"""Chat Completions answers → canonical: the JSON body (`parse_response`) and the SSE stream
+(`ChatStreamParser`), both pure. Text becomes one message item with an output_text part, `tool_calls`
+become function_call items (streamed tool-call deltas are assembled by index and reported as
+`FunctionCallDone` when the choice finishes), `finish_reason` length / content_filter make the result
+incomplete, and usage keeps cached (`prompt_tokens_details.cached_tokens`) and reasoning
+(`completion_tokens_details.reasoning_tokens`) tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.pipeline.context import Usage
+from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
+from inference.providers.canonical import as_int, body_error, build_output, make_result
+from inference.providers.http import loads, malformed
+from inference.providers.sse import ServerSentEvent
+
+FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def parse_usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage()
+    return Usage(
+        input_tokens=as_int(usage.get("prompt_tokens")),
+        output_tokens=as_int(usage.get("completion_tokens")),
+        cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
+        reasoning_tokens=as_int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens")),
+    )
+
+
+def finish_reason(value: Any, has_calls: bool) -> str:
+    finish = FINISH_REASONS.get(value, "stop") if value else "stop"
+    return "tool_calls" if has_calls and finish == "stop" else finish
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some vendors answer with content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def parse_response(data: Any) -> CanonicalResult:
+    if not isinstance(data, dict):
+        raise malformed("Chat Completions body")
+    if data.get("error") and not data.get("choices"):
+        raise body_error(data["error"], raw=data)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise malformed("Chat Completions body (no choices)", raw=data)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        calls.append((str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments") or "")))
+    output = build_output(_content_text(message.get("content")), calls, refusal=message.get("refusal"))
+    finish = finish_reason(choice.get("finish_reason"), bool(calls))
+    return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
+
+
+class ChatStreamParser:
+    """Chat Completions chunks → TextDelta / FunctionCallDone; `finish()` builds the result."""
+
+    def __init__(self) -> None:
+        self.upstream_id = ""
+        self.text: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
+        self.reported = False
+        self.finish_value: str | None = None
+        self.usage = Usage()
+        self.done = False
+
+    def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
+        if sse.data == "[DONE]":
+            self.done = True
+            return self._report_calls()
+        chunk = loads(sse.data, "stream chunk")
+        if not isinstance(chunk, dict):
+            raise malformed("stream chunk", raw=chunk)
+        if chunk.get("error"):
+            raise body_error(chunk["error"], raw=chunk)
+        self.upstream_id = self.upstream_id or str(chunk.get("id", ""))
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = parse_usage(chunk["usage"])
+        events: list[CanonicalEvent] = []
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                self.text.append(content)
+                events.append(TextDelta(content))
+            if delta.get("refusal"):
+                self.refusal.append(delta["refusal"])
+            for call in delta.get("tool_calls") or []:
+                self._add_call_delta(call)
+            if choice.get("finish_reason"):
+                self.finish_value = choice["finish_reason"]
+                events.extend(self._report_calls())
+        return events
+
+    def _add_call_delta(self, call: dict[str, Any]) -> None:
+        slot = self.calls.setdefault(as_int(call.get("index")), ["", "", []])
+        if call.get("id"):
+            slot[0] = call["id"]
+        function = call.get("function") or {}
+        if function.get("name") and not slot[1]:
+            slot[1] = function["name"]
+        if function.get("arguments"):
+            slot[2].append(function["arguments"])
+
+    def _call_tuples(self) -> list[tuple[str, str, str]]:
+        return [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self.calls.items())]
+
+    def _report_calls(self) -> list[CanonicalEvent]:
+        if self.reported:
+            return []
+        self.reported = True
+        return [FunctionCallDone(*call) for call in self._call_tuples()]
+
+    def finish(self) -> CanonicalResult:
+        if self.finish_value is None and not self.done:
+            raise malformed("stream: it ended before the completion finished")
+        calls = self._call_tuples()
+        refusal = "".join(self.refusal) or None
+        output = build_output("".join(self.text), calls, refusal=refusal)
+        return make_result(self.upstream_id, output, self.usage, finish_reason(self.finish_value, bool(calls)))

@@ -1,0 +1,200 @@
+"""`openai-responses`: the Responses format passed through to an upstream that speaks it (OpenAI).
+
+The body goes up nearly as it came: `model` becomes the endpoint's upstream model, `store` is always
+false (the gateway is stateless), and only the parameters of OpenAI's Responses API are kept, so
+gateway-only fields (`models`, `provider`, `plugins`, `route`, `session_id`, `trace`, `debug`,
+`stop_server_tools_when`, ...) never leave the gateway. Gateway server tools (`service:...`) are removed,
+`defer_loading` is dropped from tools, `reasoning.enabled` is folded away, `service_tier: fast` becomes
+`priority`, and `cache_control` / `prompt_cache_breakpoint` markers are removed from content parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.pipeline.context import Usage
+from inference.providers.base import (
+    CanonicalEvent,
+    CanonicalResult,
+    FunctionCallDone,
+    TextDelta,
+    UpstreamCall,
+    UpstreamRequest,
+)
+from inference.providers.canonical import as_int, body_error, is_gateway_tool
+from inference.providers.http import HttpAdapter, loads, malformed
+from inference.providers.sse import ServerSentEvent
+
+FORWARDED_FIELDS = frozenset(
+    {
+        "include",
+        "input",
+        "instructions",
+        "max_output_tokens",
+        "max_tool_calls",
+        "metadata",
+        "parallel_tool_calls",
+        "prompt",
+        "prompt_cache_key",
+        "reasoning",
+        "safety_identifier",
+        "service_tier",
+        "temperature",
+        "text",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "truncation",
+        "user",
+    }
+)
+_PART_MARKERS = ("cache_control", "prompt_cache_breakpoint")
+
+
+def _clean_input(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    items = []
+    for item in value:
+        content = item.get("content") if isinstance(item, dict) else None
+        if isinstance(content, list) and any(isinstance(p, dict) and p.keys() & set(_PART_MARKERS) for p in content):
+            content = [{k: v for k, v in p.items() if k not in _PART_MARKERS} for p in content]
+            item = {**item, "content": content}
+        items.append(item)
+    return items
+
+
+def _clean_tools(tools: list[Any]) -> list[Any]:
+    return [
+        {k: v for k, v in tool.items() if k != "defer_loading"}
+        for tool in tools
+        if isinstance(tool, dict) and not is_gateway_tool(tool)
+    ]
+
+
+def _clean_reasoning(reasoning: dict[str, Any]) -> dict[str, Any] | None:
+    cleaned = {k: v for k, v in reasoning.items() if k != "enabled" and v is not None}
+    if cleaned.get("effort") == "max":
+        cleaned["effort"] = "xhigh"
+    if reasoning.get("enabled") is True and "effort" not in cleaned:
+        cleaned["effort"] = "medium"
+    return cleaned or None
+
+
+def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[str, Any]:
+    """The upstream Responses body of a gateway request (pure)."""
+    out: dict[str, Any] = {"model": upstream_model}
+    for key, value in body.items():
+        if key in FORWARDED_FIELDS and value is not None:
+            out[key] = value
+    if "input" in out:
+        out["input"] = _clean_input(out["input"])
+    if "tools" in out:
+        out["tools"] = _clean_tools(out["tools"])
+        if not out["tools"]:
+            del out["tools"]
+            out.pop("tool_choice", None)
+            out.pop("parallel_tool_calls", None)
+    if isinstance(out.get("reasoning"), dict):
+        reasoning = _clean_reasoning(out["reasoning"])
+        if reasoning is None:
+            del out["reasoning"]
+        else:
+            out["reasoning"] = reasoning
+    if out.get("service_tier") == "fast":
+        out["service_tier"] = "priority"
+    out["store"] = False
+    if stream:
+        out["stream"] = True
+    return out
+
+
+def parse_usage(usage: Any) -> Usage:
+    if not isinstance(usage, dict):
+        return Usage()
+    return Usage(
+        input_tokens=as_int(usage.get("input_tokens")),
+        output_tokens=as_int(usage.get("output_tokens")),
+        cached_tokens=as_int((usage.get("input_tokens_details") or {}).get("cached_tokens")),
+        reasoning_tokens=as_int((usage.get("output_tokens_details") or {}).get("reasoning_tokens")),
+    )
+
+
+def parse_response(data: Any) -> CanonicalResult:
+    """A Responses object (JSON answer or the one in `response.completed`) → CanonicalResult (pure)."""
+    if not isinstance(data, dict) or not isinstance(data.get("output", []), list):
+        raise malformed("Responses body", raw=data if isinstance(data, dict) else None)
+    if data.get("status") == "failed" or (data.get("error") and "output" not in data):
+        raise body_error(data.get("error") or "response failed", raw=data.get("error") or data)
+    output = [item for item in data.get("output") or [] if isinstance(item, dict)]
+    reason = (data.get("incomplete_details") or {}).get("reason")
+    if data.get("status") == "incomplete":
+        finish = "content_filter" if reason == "content_filter" else "length"
+    elif any(item.get("type") == "function_call" for item in output):
+        finish = "tool_calls"
+    else:
+        finish = "stop"
+    incomplete = data.get("status") == "incomplete"
+    return CanonicalResult(
+        upstream_id=str(data.get("id", "")),
+        output=output,
+        usage=parse_usage(data.get("usage")),
+        status="incomplete" if incomplete else "completed",
+        incomplete_reason=(reason or "max_output_tokens") if incomplete else None,
+        finish_reason=finish,
+    )
+
+
+class ResponsesStreamParser:
+    """Responses SSE → canonical events; the final `response.completed|incomplete` gives the result."""
+
+    def __init__(self) -> None:
+        self.result: CanonicalResult | None = None
+
+    def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
+        if sse.data == "[DONE]":
+            return []
+        event = loads(sse.data, "stream event")
+        kind = event.get("type") if isinstance(event, dict) else None
+        if kind == "response.output_text.delta":
+            return [TextDelta(str(event.get("delta", "")))]
+        if kind == "response.output_item.done":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call":
+                return [
+                    FunctionCallDone(
+                        str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments", ""))
+                    )
+                ]
+            return []
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self.result = parse_response(event.get("response"))
+            return []
+        if kind == "error":
+            raise body_error({"type": event.get("code"), "message": event.get("message")}, raw=event)
+        if kind is None:
+            raise malformed("stream event", raw=event)
+        return []
+
+    def finish(self) -> CanonicalResult:
+        if self.result is None:
+            raise malformed("stream: it ended before the response completed")
+        return self.result
+
+
+class OpenAIResponsesAdapter(HttpAdapter):
+    api_format = "openai-responses"
+
+    def build_request(self, call: UpstreamCall) -> UpstreamRequest:
+        headers = {"Content-Type": "application/json", **call.extra_headers}
+        if call.credential.api_key:
+            headers["Authorization"] = f"Bearer {call.credential.api_key}"
+        url = call.base_url.rstrip("/") + "/responses"
+        return UpstreamRequest(url=url, headers=headers, json=build_body(call.body, call.upstream_model, call.stream))
+
+    def parse_response(self, data: Any) -> CanonicalResult:
+        return parse_response(data)
+
+    def stream_parser(self, call: UpstreamCall) -> ResponsesStreamParser:
+        return ResponsesStreamParser()

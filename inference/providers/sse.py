@@ -1,0 +1,68 @@
+"""Incremental server-sent events decoder (the WHATWG event-stream format), pure and network-free.
+
+Feed it the body bytes as they arrive, in chunks of any size; it returns the complete events. Handles
+`\\n`, `\\r\\n` and `\\r` line ends (also split across chunks), `event:` and `data:` fields, multi-line
+data (joined with `\\n`), comment lines (`:`), `id:`/`retry:` (ignored), and a trailing event that the
+upstream did not terminate with a blank line (`flush()` at end of stream). `[DONE]` is an ordinary data
+value here; the adapters' stream parsers decide what it means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class ServerSentEvent:
+    event: str  # "" when the frame had no `event:` line
+    data: str
+
+
+class SSEDecoder:
+    __slots__ = ("_buffer", "_data", "_event", "_skip_lf")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._event = ""
+        self._data: list[str] = []
+        self._skip_lf = False
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        if self._skip_lf and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the `\n` of a `\r\n` split across chunks
+        self._skip_lf = False
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" in buffer:
+            self._skip_lf = buffer.endswith(b"\r")
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buffer.split(b"\n")
+        self._buffer = lines.pop()
+        events: list[ServerSentEvent] = []
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def flush(self) -> list[ServerSentEvent]:
+        """End of the body: the unterminated last line and event, if any."""
+        events: list[ServerSentEvent] = []
+        rest, self._buffer = self._buffer, b""
+        if rest:
+            self._line(rest, events)
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append(ServerSentEvent(self._event, "\n".join(self._data)))
+            self._event, self._data = "", []
+            return
+        if line.startswith(b":"):
+            return
+        name, _, value = line.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value.decode("utf-8", "replace"))
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
