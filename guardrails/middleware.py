@@ -67,29 +67,9 @@ def region_for_host(host: str) -> str:
     return _host_regions().get(name, "global")
 
 
-def _metadata_enabled(ctx: Context) -> bool:
-    if ctx.metadata_enabled:
-        return True
-    value = ctx.headers.get("x-service-metadata") or ctx.headers.get("x-service-experimental-metadata") or ""
-    return value.strip().lower() == "enabled"
-
-
-def _refusal(ctx: Context, message: str, metadata: dict[str, Any] | None = None) -> GatewayError:
-    """A 403 carrying `service_metadata` (with the pipeline so far) when the metadata header is enabled."""
-    service_metadata = None
-    if _metadata_enabled(ctx):
-        service_metadata = {
-            "attempt": 0,
-            "attempts": [],
-            "endpoints": {"available": [], "total": 0},
-            "is_byok": False,
-            "pipeline": ctx.pipeline,
-            "region": ctx.region,
-            "requested": str(ctx.body.get("model") or ""),
-            "strategy": "direct",
-            "summary": message,
-        }
-    return GatewayError(403, message, metadata=metadata, service_metadata=service_metadata)
+def _refusal(message: str, metadata: dict[str, Any] | None = None) -> GatewayError:
+    """A 403; with `X-Service-Metadata: enabled` the consumer adds `service_metadata` with ctx.pipeline."""
+    return GatewayError(403, message, metadata=metadata)
 
 
 def _stage(rule, summary: str, action: str, detected: bool, engines: list[str], patterns: list[str]) -> dict:
@@ -119,7 +99,6 @@ class RegionMiddleware:
                     summary = f"region {ctx.region} is not allowed"
                     ctx.pipeline.append(_stage(rule, summary, "block", True, ["data-region"], [ctx.region]))
             raise _refusal(
-                ctx,
                 f"Requests through the {ctx.region} region are not allowed by a guardrail (allowed: {allowed})",
                 {"region": ctx.region, "allowed_data_regions": sorted(policy.allowed_regions)},
             )
@@ -147,11 +126,11 @@ class GuardrailMiddleware:
             return
         model = ctx.body.get("model")
         if isinstance(model, str) and model and not policy.model_allowed(model):
-            raise _refusal(ctx, f"Model '{model}' is not allowed by a guardrail", {"model": model})
+            raise _refusal(f"Model '{model}' is not allowed by a guardrail", {"model": model})
         models = [m for m in ctx.body.get("models") or () if isinstance(m, str)]
         if models and not model and not any(policy.model_allowed(m) for m in models):
             names = ", ".join(f"'{m}'" for m in models)
-            raise _refusal(ctx, f"Models {names} are not allowed by a guardrail", {"models": models})
+            raise _refusal(f"Models {names} are not allowed by a guardrail", {"models": models})
 
     def _apply_content_filters(self, ctx: Context, results: list[RuleResult]) -> None:
         blocked = [r for r in results if r.action == "block"]
@@ -160,7 +139,7 @@ class GuardrailMiddleware:
         if blocked:
             patterns = list(dict.fromkeys(p for r in blocked for p in r.patterns("block")))
             names = ", ".join(f"'{r.rule.name}'" for r in blocked)
-            raise _refusal(ctx, f"Request blocked by guardrail {names}: content matched {len(patterns)} pattern(s)",
+            raise _refusal(f"Request blocked by guardrail {names}: content matched {len(patterns)} pattern(s)",
                            {"patterns": patterns, "guardrail_ids": [str(r.rule.id) for r in blocked]})  # fmt: skip
         if any(r.patterns("redact") for r in results):
             redact(results)

@@ -45,12 +45,12 @@ def test_region_from_host_and_refusal(org):
     run(ctx)
     assert ctx.region == "europe"
     for host in ("us.gw.test", "unknown.example", "127.0.0.1:8000"):
-        ctx = make_ctx(org.inference_hash, host=host, headers={"x-service-metadata": "enabled"})
+        ctx = make_ctx(org.inference_hash, host=host)
         with pytest.raises(GatewayError) as refused:
             run(ctx)
         assert refused.value.status == 403
         assert "region" in refused.value.message
-        assert refused.value.service_metadata["pipeline"][0]["guardrail_scope"] == "api-key"
+        assert ctx.pipeline[0]["guardrail_scope"] == "api-key" and ctx.pipeline[0]["data"]["action"] == "block"
     assert refused.value.metadata["region"] == "global"
 
 
@@ -148,15 +148,14 @@ def test_block_is_403_with_patterns_and_pipeline(org):
         content_filters=[{"pattern": r"ACCT-\d{4}", "action": "block", "label": "[ACCT]"}],
     )
     assign_key(g, org.inference_hash)
-    ctx = make_ctx(org.inference_hash, body_with("write to bob@example.com about ACCT-1234"), headers={
-        "x-service-metadata": "enabled"})  # fmt: skip
+    ctx = make_ctx(org.inference_hash, body_with("write to bob@example.com about ACCT-1234"))
     with pytest.raises(GatewayError) as blocked:
         run(ctx)
     error = blocked.value
     assert error.status == 403
     assert error.metadata["patterns"] == ["email", r"ACCT-\d{4}"]
     assert "bob@example.com" not in str(error.envelope())
-    stage = error.service_metadata["pipeline"][0]
+    stage = ctx.pipeline[0]
     assert stage["type"] == "guardrail" and stage["name"] == "pii" and stage["guardrail_id"] == str(g.id)
     assert stage["guardrail_scope"] == "api-key"
     assert stage["data"]["action"] == "block" and stage["data"]["detected"] is True
