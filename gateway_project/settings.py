@@ -149,9 +149,16 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
+        "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
+
+# Budgets: a request's spend hold is released after this many seconds if its process died before settling
+# it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
+# caps them and the model's context length is unknown.
+GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
+GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
