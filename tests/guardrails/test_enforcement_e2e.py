@@ -208,3 +208,26 @@ def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
                                                                                ("member", "none")]  # fmt: skip
     assert len(fake_upstream.requests) == 1
     assert Generation.objects.filter(status="completed").count() == 1
+
+
+def test_guardrail_spending_limit_per_key(gateway, api, org, fake_upstream):
+    from accounts import services as account_services
+
+    second = account_services.api_key_create(organization=org.organization, name="second", creator=org.admin)
+    guardrail = admin(api, "post", "/guardrails", {"name": "tight", "limit_usd": 0.00006, "reset_interval": "daily"})
+    hashes = [org.inference_hash, second.api_key.hash]
+    admin(api, "post", f"/guardrails/{guardrail['data']['id']}/assignments/keys", {"key_hashes": hashes})
+    statuses = []
+    for _ in range(6):
+        statuses.append(infer(gateway, org, max_output_tokens=8).status_code)
+        wait_idle()
+        if statuses[-1] == 402:
+            break
+    assert statuses[0] == 200 and statuses[-1] == 402, statuses
+    refused = infer(gateway, org, max_output_tokens=8).json()["error"]
+    assert refused["code"] == 402 and "guardrail 'tight'" in refused["message"]
+    assert refused["metadata"]["budget"]["scope"] == "guardrail"
+    # the limit counts per key: the other key assigned the same guardrail still has its allowance
+    other = gateway.post("/responses", json={"model": MODEL, "input": "Hello", "max_output_tokens": 8},
+                         headers={"Authorization": f"Bearer {second.raw_key}"})  # fmt: skip
+    assert other.status_code == 200, other.json()
