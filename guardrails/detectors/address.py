@@ -23,11 +23,11 @@ _STREET_TYPES = (
 _NAME_WORD = r"(?:[A-Z][a-zA-Z'.-]*|\d{1,3}(?:st|nd|rd|th))"
 _DIRECTION = r"(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?"
 _UNIT = r"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Floor|Fl|Room|Rm|#)\.?\s*#?\s*[0-9A-Za-z-]{1,6})"
-_US_TAIL = r"(?:,?\s+[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+){0,2},?\s+[A-Z]{2}\.?(?:\s+\d{5}(?:-\d{4})?)?)"
+_US_TAIL = r"(?:,?\s+[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+){0,2},?\s+[A-Z]{2}\b\.?(?:\s+\d{5}(?:-\d{4})?)?)"
 _UK_POSTCODE = r"(?:,?\s+(?:[A-Z][a-zA-Z]+,?\s+)?[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2})"
 _STREET = re.compile(
     rf"(?<![\w-])\d{{1,6}}[A-Za-z]?(?:-\d{{1,4}})?,?\s+(?:{_DIRECTION}\s+)?(?:{_NAME_WORD}\s+){{1,4}}"
-    rf"(?:{_STREET_TYPES})\b\.?(?:\s+{_DIRECTION}(?![\w]))?{_UNIT}?(?:{_US_TAIL}|{_UK_POSTCODE})?"
+    rf"(?:{_STREET_TYPES})\b\.?(?:\s+{_DIRECTION}(?![\w]))?{_UNIT}?(?:{_UK_POSTCODE}|{_US_TAIL})?"
 )
 _PO_BOX = re.compile(r"\b(?:P\.?\s?O\.?\s?Box|Post Office Box)\s+\d{1,7}\b", re.IGNORECASE)
 _GERMAN = re.compile(

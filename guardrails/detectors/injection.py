@@ -27,7 +27,7 @@ _PHRASES = [
     r"\bnew\s+(?:system\s+)?instructions?\s*:",
     r"\bfrom\s+now\s+on,?\s+you\s+(?:will|must|shall)\s+(?:ignore|disregard|not\s+follow|answer\s+without|respond\s+without)",
     r"\b(?:your|the)\s+(?:previous|prior|original)\s+instructions\s+(?:are|were)\s+(?:void|cancelled|canceled|revoked|no\s+longer\s+valid|obsolete)",
-    r"<\s*/?\s*(?:system|im_start|im_end)\s*>|\[\s*/?\s*(?:inst|system)\s*\]",
+    r"<\s*/?\s*(?:system|im_start|im_end)\s*>|<\|im_(?:start|end)\|>(?:system)?|\[\s*/?\s*(?:inst|system)\s*\]",
 ]
 _INJECTION = re.compile("|".join(f"(?:{p})" for p in _PHRASES), re.IGNORECASE)
 _CUES = (

@@ -18,7 +18,9 @@ from pathlib import Path
 
 Span = tuple[int, int]
 
-_WORD = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?"
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_LOWER = "a-zß-öø-ÿ"
+_WORD = rf"[{_UPPER}][{_LOWER}]+(?:[-'][{_UPPER}]?[{_LOWER}]+)?"
 _SURNAME = rf"(?:(?:Mc|Mac|O')?{_WORD})"
 _PARTICLE = r"(?:van der|van den|van|von|de la|de|da|del|der|di|du|le|la|bin|al-|ibn)"
 _HONORIFIC = re.compile(
@@ -45,8 +47,7 @@ _COMMON = frozenset(
     Service Services System Systems Power Access Sale Sales Price Prices Christmas Eve Easter North South East
     West Tech Technology Technologies Motors Airlines Labs Studio Studios Store Market Cafe Restaurant Hotel Inn
     Museum Library Gallery Theatre Theater Stadium Arena Bridge Tower Building Plaza Mall Road Avenue Texas
-    California Florida York Jersey Carolina Dakota Hampshire Mexico Angeles Francisco Diego Vegas Jose Antonio
-    Paul Louis Lucia Maria Street Grand Royal General Central National International Global United American
+    California Florida York Jersey Carolina Dakota Hampshire Mexico Angeles Francisco Diego Vegas Street Grand Royal General Central National International Global United American
     English French German Spanish Chinese Japanese Indian British European Python Java Script Code Data Cloud
     Docker Linux Windows Apple Google Amazon Microsoft Meta Server Client Error Warning Note Summary Title
     Chapter Section Table Figure Version Release Update Edition Series Season Episode Part Book Film Movie Song
@@ -84,17 +85,28 @@ def find_person_names(text: str) -> list[Span]:
         first = m.group(1).split()[0]
         if first[0].isupper() and first in given_names() and first not in _COMMON:
             spans.append(m.span(1))
-    names = given_names()
-    for m in _FULL.finditer(text):
-        first, middle, last = m.group(1), m.group(2), m.group(3)
-        if first not in names or first in _COMMON or not _surname_ok(last):
-            continue
-        if middle and not middle.endswith(".") and (middle in _COMMON or middle in _AMBIGUOUS - names):
-            continue
-        if first in _AMBIGUOUS and (last in names and last in _AMBIGUOUS):
-            continue
-        spans.append(m.span())
+    spans.extend(_full_names(text))
     return _merge(spans)
+
+
+def _full_names(text: str) -> list[Span]:
+    """Given name + optional middle + surname; on a miss the search resumes at the next word."""
+    names = given_names()
+    spans: list[Span] = []
+    pos = 0
+    while (m := _FULL.search(text, pos)) is not None:
+        first, middle, last = m.group(1), m.group(2), m.group(3)
+        ok = first in names and first not in _COMMON and _surname_ok(last)
+        if ok and middle and not middle.endswith(".") and middle in _COMMON:
+            ok = False
+        if ok and first in _AMBIGUOUS and last in names and last in _AMBIGUOUS:
+            ok = False
+        if ok:
+            spans.append(m.span())
+            pos = m.end()
+        else:
+            pos = m.start(1) + len(first)
+    return spans
 
 
 def _merge(spans: list[Span]) -> list[Span]:

@@ -103,7 +103,10 @@ def find_credit_cards(text: str) -> list[Span]:
 
 
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_VERSION_CUE = re.compile(r"(?:\bversion|\bver\.?|\bv|\brelease|\bbuild)\s*$", re.IGNORECASE)
+_VERSION_CUE = re.compile(
+    r"(?:\bversion|\bver\.?|\bv|\brelease|\bbuild|\bsection|\bchapter|\bclause|§|\bstep|\brule|\bitem|\bfigure)\s*$",
+    re.IGNORECASE,
+)
 _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|(?:\d{1,3}\.){3}\d{1,3})(?![\w:])")
 
 
@@ -123,7 +126,7 @@ def find_ip_addresses(text: str) -> list[Span]:
     if text.count(":") >= 2:
         for m in _IPV6.finditer(text):
             candidate = m.group()
-            if sum(c.isalnum() for c in candidate) < 2:
+            if not any(c.isalnum() for c in candidate):
                 continue
             try:
                 ipaddress.IPv6Address(candidate)
