@@ -47,7 +47,8 @@ _COMMON = frozenset(
     Service Services System Systems Power Access Sale Sales Price Prices Christmas Eve Easter North South East
     West Tech Technology Technologies Motors Airlines Labs Studio Studios Store Market Cafe Restaurant Hotel Inn
     Museum Library Gallery Theatre Theater Stadium Arena Bridge Tower Building Plaza Mall Road Avenue Texas
-    California Florida York Jersey Carolina Dakota Hampshire Mexico Angeles Francisco Diego Vegas Street Grand Royal General Central National International Global United American
+    California Florida York Jersey Carolina Dakota Hampshire Mexico Angeles Francisco Diego Vegas
+    Street Grand Royal General Central National International Global United American
     English French German Spanish Chinese Japanese Indian British European Python Java Script Code Data Cloud
     Docker Linux Windows Apple Google Amazon Microsoft Meta Server Client Error Warning Note Summary Title
     Chapter Section Table Figure Version Release Update Edition Series Season Episode Part Book Film Movie Song
