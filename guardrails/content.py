@@ -88,6 +88,7 @@ def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
     slots = request_texts(body)
     results: list[RuleResult] = []
     memo: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    screened: dict[tuple[int, int], frozenset[int]] = {}
     for rule in policy.rules:
         if not rule.filters:
             continue
@@ -96,6 +97,13 @@ def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
             for index, slot in enumerate(slots):
                 if content_filter.user_only and slot.role != "user":
                     continue
+                if content_filter.screen is not None:
+                    screen_key = (id(content_filter.screen), index)
+                    matching = screened.get(screen_key)
+                    if matching is None:
+                        matching = screened[screen_key] = frozenset(content_filter.screen.Match(slot.text) or ())
+                    if content_filter.screen_index not in matching:
+                        continue
                 memo_key = (content_filter.pattern, index)
                 spans = memo.get(memo_key)
                 if spans is None:

@@ -12,11 +12,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 
 from guardrails.detectors import DETECTORS, LABELS
-from guardrails.regex import compile_pattern
+from guardrails.regex import compile_pattern, compile_screen
 from inference.pipeline.context import Candidate, EndpointFilter
 
 ACTION_RANK = {"flag": 1, "redact": 2, "block": 3}
@@ -34,6 +35,8 @@ class ContentFilter:
     label: str
     user_only: bool
     find: Callable[[str], list[tuple[int, int]]]
+    screen: Any = None  # an RE2 Set of all custom patterns of the guardrail: one pass says which can match
+    screen_index: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +76,14 @@ def build_filters(builtins: list[dict] | None, customs: list[dict] | None) -> tu
         slug = entry["slug"]
         user_only = slug == "regex-prompt-injection" and entry.get("scan_scope") == "user_only"
         filters.append(ContentFilter(slug, slug, entry["action"], LABELS[slug], user_only, DETECTORS[slug]))
-    for entry in customs or ():
+    customs = list(customs or ())
+    screen = compile_screen([entry["pattern"] for entry in customs]) if len(customs) > 1 else None
+    for index, entry in enumerate(customs):
         compiled = compile_pattern(entry["pattern"])
         filters.append(
             ContentFilter(
                 "regex", entry["pattern"], entry["action"], entry.get("label") or "[REDACTED]", False,
-                lambda text, _p=compiled: [m.span() for m in _p.finditer(text)],
+                lambda text, _p=compiled: [m.span() for m in _p.finditer(text)], screen, index,
             )
         )  # fmt: skip
     return tuple(filters)

@@ -31,3 +31,13 @@ def compile_pattern(pattern: str):
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise InvalidPattern(f"invalid regular expression ({reason})") from None
+
+
+def compile_screen(patterns: list[str]):
+    """An RE2 Set of `patterns` (already validated): `.Match(text)` lists the indexes of those that match, in
+    one pass over the text, so the individual patterns only run on texts where they match."""
+    screen = re2.Set.SearchSet(_OPTIONS)
+    for pattern in patterns:
+        screen.Add(pattern)
+    screen.Compile()
+    return screen

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from guardrails.detectors.patterns import digit_count
+
 Span = tuple[int, int]
 
 _STREET_TYPES = (
@@ -43,13 +45,24 @@ _FRENCH = re.compile(
 )
 
 
+_STREET_HINT = re.compile(rf"\b(?:{_STREET_TYPES})\b")
+_GERMAN_HINTS = ("stra", "str.", "weg", "platz", "gasse", "allee", "ring", "damm", "ufer", "chaussee")
+_FRENCH_HINTS = ("rue", "av", "bd", "boulevard", "place", "chemin", "allée", "impasse", "quai", "cours")
+
+
 def find_addresses(text: str) -> list[Span]:
-    if not any(c.isdigit() for c in text):
+    if digit_count(text) == 0:
         return []
-    spans = [m.span() for m in _STREET.finditer(text)]
-    spans += [m.span() for m in _PO_BOX.finditer(text)]
-    spans += [m.span() for m in _GERMAN.finditer(text)]
-    spans += [m.span() for m in _FRENCH.finditer(text)]
+    lowered = text.lower()
+    spans: list[Span] = []
+    if _STREET_HINT.search(text):
+        spans += [m.span() for m in _STREET.finditer(text)]
+    if "box" in lowered:
+        spans += [m.span() for m in _PO_BOX.finditer(text)]
+    if any(hint in lowered for hint in _GERMAN_HINTS):
+        spans += [m.span() for m in _GERMAN.finditer(text)]
+    if any(hint in lowered for hint in _FRENCH_HINTS):
+        spans += [m.span() for m in _FRENCH.finditer(text)]
     merged: list[Span] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

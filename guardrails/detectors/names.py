@@ -33,6 +33,12 @@ _CUE = re.compile(
     re.IGNORECASE,
 )
 _FULL = re.compile(rf"\b({_WORD})\s+(?:([A-Z]\.|{_WORD})\s+)?(?:{_PARTICLE}\s+)?({_SURNAME})\b")
+_CAPITALIZED = re.compile(rf"\b{_WORD}\b")
+# Cheap substring pre-checks: the honorific and cue expressions only run when one of these occurs.
+_HONORIFIC_HINTS = ("Mr", "Ms", "Mx", "Miss", "Dr", "Prof", "Sir", "Dame", "Mad", "Mme", "Mlle", "Herr", "Frau", "Sr",
+                    "Rev", "Fr")  # fmt: skip
+_CUE_HINTS = ("name", "i am", "i'm", "this is", "call me", "signed", "regards", "sincerely", "cheers", "patient",
+              "customer", "contact")  # fmt: skip
 
 _COMMON = frozenset(
     """
@@ -79,13 +85,17 @@ def _surname_ok(word: str) -> bool:
 
 
 def find_person_names(text: str) -> list[Span]:
-    if not any(c.isupper() for c in text):
+    if not text or text.islower():
         return []
-    spans: list[Span] = [m.span(1) for m in _HONORIFIC.finditer(text) if _surname_ok(m.group(1).split()[-1])]
-    for m in _CUE.finditer(text):
-        first = m.group(1).split()[0]
-        if first[0].isupper() and first in given_names() and first not in _COMMON:
-            spans.append(m.span(1))
+    spans: list[Span] = []
+    if any(hint in text for hint in _HONORIFIC_HINTS):
+        spans += [m.span(1) for m in _HONORIFIC.finditer(text) if _surname_ok(m.group(1).split()[-1])]
+    lowered = text.lower()
+    if any(hint in lowered for hint in _CUE_HINTS):
+        for m in _CUE.finditer(text):
+            first = m.group(1).split()[0]
+            if first[0].isupper() and first in given_names() and first not in _COMMON:
+                spans.append(m.span(1))
     spans.extend(_full_names(text))
     return _merge(spans)
 
@@ -94,19 +104,21 @@ def _full_names(text: str) -> list[Span]:
     """Given name + optional middle + surname; on a miss the search resumes at the next word."""
     names = given_names()
     spans: list[Span] = []
-    pos = 0
-    while (m := _FULL.search(text, pos)) is not None:
-        first, middle, last = m.group(1), m.group(2), m.group(3)
-        ok = first in names and first not in _COMMON and _surname_ok(last)
-        if ok and middle and not middle.endswith(".") and middle in _COMMON:
-            ok = False
-        if ok and first in _AMBIGUOUS and last in names and last in _AMBIGUOUS:
-            ok = False
-        if ok:
-            spans.append(m.span())
-            pos = m.end()
-        else:
-            pos = m.start(1) + len(first)
+    end = 0
+    for word in _CAPITALIZED.finditer(text):
+        first = word.group()
+        if word.start() < end or first not in names or first in _COMMON:
+            continue
+        m = _FULL.match(text, word.start())
+        if m is None:
+            continue
+        middle, last = m.group(2), m.group(3)
+        if not _surname_ok(last) or (middle and not middle.endswith(".") and middle in _COMMON):
+            continue
+        if first in _AMBIGUOUS and last in names and last in _AMBIGUOUS:
+            continue
+        spans.append(m.span())
+        end = m.end()
     return spans
 
 

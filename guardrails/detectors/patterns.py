@@ -7,6 +7,12 @@ import re
 
 Span = tuple[int, int]
 
+
+def digit_count(text: str) -> int:
+    """How many ASCII digits `text` has (ten C-level counts: much faster than a generator over the text)."""
+    return sum(map(text.count, "0123456789"))
+
+
 _EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![\w-])"
@@ -27,8 +33,7 @@ _SSN_CONTEXT = re.compile(r"\b(?:ssn|social security(?: number| no\.?| #)?|ss#)\
 
 def find_ssns(text: str) -> list[Span]:
     """Dashed or spaced SSNs anywhere; nine plain digits only right after an SSN cue word."""
-    digits = sum(c.isdigit() for c in text)
-    if digits < 9:
+    if digit_count(text) < 9:
         return []
     spans = [m.span() for m in _SSN_FORMATTED.finditer(text)]
     for m in _SSN_PLAIN.finditer(text):
@@ -91,7 +96,7 @@ def _consistent_grouping(raw: str) -> bool:
 
 def find_credit_cards(text: str) -> list[Span]:
     """Payment card numbers of a known brand and length that pass the Luhn check."""
-    if sum(c.isdigit() for c in text) < 13:
+    if digit_count(text) < 13:
         return []
     spans = []
     for m in _CARD.finditer(text):
@@ -113,7 +118,7 @@ _IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|(?
 def find_ip_addresses(text: str) -> list[Span]:
     """IPv4 dotted quads with octets 0-255 (no leading zeros) and IPv6 addresses that parse."""
     spans = []
-    if "." in text:
+    if "." in text and digit_count(text) >= 4:
         for m in _IPV4.finditer(text):
             if _VERSION_CUE.search(text[max(0, m.start() - 12) : m.start()]):
                 continue

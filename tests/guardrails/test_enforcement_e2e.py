@@ -7,7 +7,6 @@ import pytest
 from django.test import override_settings
 
 from guardrails import middleware
-from inference.models import Generation
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 
 MODEL = "openai/gpt-guard"
@@ -207,7 +206,7 @@ def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
     assert [(s["guardrail_scope"], s["data"]["action"]) for s in pipeline] == [("workspace", "redact"),
                                                                                ("member", "none")]  # fmt: skip
     assert len(fake_upstream.requests) == 1
-    assert Generation.objects.filter(status="completed").count() == 1
+    assert [g.status for g in generations(1)] == ["completed"]
 
 
 def test_guardrail_spending_limit_per_key(gateway, api, org, fake_upstream):
