@@ -86,6 +86,7 @@ def request_texts(body: dict) -> list[TextSlot]:
 def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
     """Run every guardrail's content filters on every text of the request."""
     slots = request_texts(body)
+    texts = [slot.text for slot in slots]
     results: list[RuleResult] = []
     memo: dict[tuple[str, int], list[tuple[int, int]]] = {}
     screened: dict[tuple[int, int], frozenset[int]] = {}
@@ -94,22 +95,21 @@ def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
             continue
         result = RuleResult(rule)
         for content_filter in rule.filters:
-            for index, slot in enumerate(slots):
-                if content_filter.user_only and slot.role != "user":
+            find, screen, pattern = content_filter.find, content_filter.screen, content_filter.pattern
+            for index, text in enumerate(texts):
+                if content_filter.user_only and slots[index].role != "user":
                     continue
-                if content_filter.screen is not None:
-                    screen_key = (id(content_filter.screen), index)
-                    matching = screened.get(screen_key)
+                if screen is not None:
+                    matching = screened.get((id(screen), index))
                     if matching is None:
-                        matching = screened[screen_key] = frozenset(content_filter.screen.Match(slot.text) or ())
+                        matching = screened[(id(screen), index)] = frozenset(screen.Match(text) or ())
                     if content_filter.screen_index not in matching:
                         continue
-                memo_key = (content_filter.pattern, index)
-                spans = memo.get(memo_key)
+                spans = memo.get((pattern, index))
                 if spans is None:
-                    spans = memo[memo_key] = content_filter.find(slot.text)
+                    spans = memo[(pattern, index)] = find(text)
                 if spans:
-                    result.hits.append(Hit(rule, content_filter, slot, spans))
+                    result.hits.append(Hit(rule, content_filter, slots[index], spans))
         results.append(result)
     return results
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 
 Span = tuple[int, int]
 
 
+@lru_cache(maxsize=256)
 def digit_count(text: str) -> int:
-    """How many ASCII digits `text` has (ten C-level counts: much faster than a generator over the text)."""
+    """How many ASCII digits `text` has (ten C-level counts, memoized: several detectors ask for each text)."""
     return sum(map(text.count, "0123456789"))
 
 
