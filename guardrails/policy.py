@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -99,7 +99,6 @@ class EffectivePolicy:
     allowed_model_sets: tuple[frozenset[str], ...] = ()
     ignored_models: frozenset[str] = frozenset()
     has_filters: bool = False
-    extras: dict = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
