@@ -296,3 +296,18 @@ def test_member_guardrail_applies_to_keys_the_member_created(org):
     with pytest.raises(GatewayError):
         run(make_ctx(created.api_key.hash))
     run(make_ctx(org.inference_hash))  # created by the admin, not the member
+
+
+def test_several_custom_patterns_each_apply_where_they_match(org):
+    customs = [
+        {"pattern": r"ACCT-\d{4}", "action": "redact", "label": "[ACCT]"},
+        {"pattern": r"(?i)project\s+falcon", "action": "flag", "label": "[CODENAME]"},
+        {"pattern": r"ticket #\d+", "action": "redact", "label": "[TICKET]"},
+    ]
+    assign_key(guardrail(org, content_filters=customs), org.inference_hash)
+    ctx = make_ctx(org.inference_hash, body_with("ACCT-1234 and ticket #9 about PROJECT  Falcon", "see ticket #3"))
+    run(ctx)
+    assert ctx.body["input"][0]["content"][0]["text"] == "[ACCT] and [TICKET] about PROJECT  Falcon"
+    assert ctx.body["instructions"] == "see [TICKET]"
+    assert ctx.pipeline[0]["data"]["patterns"] == [r"ACCT-\d{4}", r"(?i)project\s+falcon", r"ticket #\d+"]
+    assert ctx.pipeline[0]["summary"] == "redacted 2, flagged 1 pattern(s)"
