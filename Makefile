@@ -20,14 +20,24 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/pyth
 	$(PY) -m pip install -q -r requirements-dev.txt
 	@touch $@ $(VENV)/.runtime-installed
 
-# A local secret key for development, written once; production sets DJANGO_SECRET_KEY itself.
+# A local secret key and BYOK encryption key for development, written once; production sets both itself.
+FERNET_KEY_CMD := $(PYTHON) -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())'
+
 .env:
 	@echo "DJANGO_SECRET_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(48))')" > .env
-	@echo "Wrote .env with a generated DJANGO_SECRET_KEY"
+	@echo "GATEWAY_BYOK_ENCRYPTION_KEYS=$$($(FERNET_KEY_CMD))" >> .env
+	@echo "Wrote .env with a generated DJANGO_SECRET_KEY and GATEWAY_BYOK_ENCRYPTION_KEYS"
 
-run: $(VENV)/.runtime-installed .env
+# An .env written before BYOK existed gets an encryption key added (once; the environment still wins).
+.PHONY: env-encryption-key
+env-encryption-key: .env
+	@grep -qs '^GATEWAY_BYOK_ENCRYPTION_KEYS=' .env || [ -n "$$GATEWAY_BYOK_ENCRYPTION_KEYS" ] || \
+		{ echo "GATEWAY_BYOK_ENCRYPTION_KEYS=$$($(FERNET_KEY_CMD))" >> .env; echo "Added GATEWAY_BYOK_ENCRYPTION_KEYS to .env"; }
+
+run: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
+	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
 	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
 

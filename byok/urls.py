@@ -1,3 +1,10 @@
 """URL routes of the byok app, mounted under /api/v1/ by gateway_project/urls.py."""
 
-urlpatterns: list = []
+from rest_framework.routers import SimpleRouter
+
+from byok.views import ProviderCredentialViewSet
+
+router = SimpleRouter(trailing_slash=False)
+router.register("byok", ProviderCredentialViewSet, basename="byok")
+
+urlpatterns = router.urls

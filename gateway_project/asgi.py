@@ -10,6 +10,14 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
 django_asgi_app = get_asgi_application()
 
+from django.core import checks  # noqa: E402
+from django.core.management.base import SystemCheckError  # noqa: E402
+
+# Refuse to serve on a configuration error that checks tagged `startup` report (e.g. missing BYOK encryption keys).
+_startup_errors = [m for m in checks.run_checks(tags=["startup"]) if m.is_serious()]
+if _startup_errors:
+    raise SystemCheckError("The gateway refuses to start:\n" + "\n".join(str(m) for m in _startup_errors))
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 

@@ -160,6 +160,12 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
 GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
 GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
 
+# Time limits of upstream calls, in seconds: TCP connect; until the response head / first stream event
+# (exceeded: 524 unless another endpoint answers); whole JSON body or gap between stream events.
+GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
+GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
+GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
@@ -180,6 +186,9 @@ GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=
 
 # `max_tokens` sent to Anthropic when the request has no `max_output_tokens` (the Messages API requires it).
 GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4096)
+
+# Rankings dataset: fraction of requests classified for the sampled (category, language_type) dataset.
+GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
 
 LOGGING = {
     "version": 1,

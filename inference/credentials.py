@@ -1,14 +1,16 @@
 """Which provider keys an attempt on a candidate endpoint is made with, in order.
 
 Routing (inference.routing) asks `credentials_for(ctx, candidate)` for every candidate and tries each
-credential in turn; an authentication failure of one credential moves to the next. The platform key is
-read from the environment variable the catalog names (`api_key_env`).
+credential in turn; an authentication failure of one credential moves to the next. The organization's BYOK
+credentials that allow the request come first (non-fallback ones by `sort_order`, then fallback ones; see
+byok.routing), then the platform key, read from the environment variable the catalog names (`api_key_env`).
 """
 
 from __future__ import annotations
 
 import os
 
+from byok.routing import usable_credentials
 from inference.pipeline.context import Candidate, Context, Credential
 
 
@@ -23,8 +25,8 @@ def platform_credential(candidate: Candidate) -> Credential | None:
 
 
 async def credentials_for(ctx: Context, candidate: Candidate) -> list[Credential]:
-    """The credentials to try for `candidate`, in order. BYOK credentials come first (see byok.routing)."""
-    credentials: list[Credential] = []
+    """The credentials to try for `candidate`, in order: usable BYOK credentials, then the platform key."""
+    credentials = await usable_credentials(ctx, candidate)
     platform = platform_credential(candidate)
     if platform is not None:
         credentials.append(platform)

@@ -16,12 +16,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
-from inference.accounting import compute_cost
+from inference.accounting import compute_cost, estimate_usage
 from inference.credentials import credentials_for
 from inference.pipeline.context import Candidate, Context, Credential
-from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamCall
+from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
 from inference.response import response_object, usage_object
 from inference.routing import remember_session, resolve_candidates
@@ -54,6 +55,22 @@ def upstream_body(ctx: Context) -> dict[str, Any]:
     body["safety_identifier"] = hash_identifier(org, identity)
     body.pop("model", None)
     return body
+
+
+_timeouts: tuple[tuple[float, float, float], Timeouts] | None = None
+
+
+def upstream_timeouts() -> Timeouts:
+    """The upstream time limits from settings (rebuilt only when the settings change)."""
+    global _timeouts
+    values = (
+        settings.GATEWAY_UPSTREAM_CONNECT_TIMEOUT,
+        settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT,
+        settings.GATEWAY_UPSTREAM_READ_TIMEOUT,
+    )
+    if _timeouts is None or _timeouts[0] != values:
+        _timeouts = (values, Timeouts(connect=values[0], first_byte=values[1], read=values[2]))
+    return _timeouts[1]
 
 
 def map_failure(errors: list[tuple[Candidate, ProviderError]]) -> GatewayError:
@@ -115,6 +132,7 @@ def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -
 async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
     adapter = get_adapter(candidate.api_format)
     events = adapter.stream(call).__aiter__()
+    writer = None
     try:
         event = await events.__anext__()  # a failure here can still fall back
         _settle(ctx, candidate, cred, "success")
@@ -131,6 +149,8 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             ctx.outcome.error = GatewayError(502, error.message, metadata=_meta(candidate, "server", error.raw))
             await writer.fail(error.message, ERROR_MAPPING[error.kind][1], _meta(candidate, error.kind, error.raw))
     finally:
+        if writer is not None and ctx.outcome.status not in ("completed", "incomplete"):
+            estimate_usage(ctx, writer.streamed_text())
         await events.aclose()
 
 
@@ -163,6 +183,7 @@ async def handle(ctx: Context) -> None:
     answer = _answer_stream if stream else _answer_json
     errors: list[tuple[Candidate, ProviderError]] = []
     ctx.outcome.streamed = stream
+    timeouts = upstream_timeouts()
     for candidate in candidates:
         credentials = await credentials_for(ctx, candidate)
         if not credentials:
@@ -175,6 +196,7 @@ async def handle(ctx: Context) -> None:
                 base_url=candidate.base_url,
                 credential=cred,
                 stream=stream,
+                timeouts=timeouts,
             )
             try:
                 await answer(ctx, responder, call, candidate, cred)

@@ -234,14 +234,11 @@ def remember_session(session_id: str | None, candidate: Candidate) -> None:
         _sticky.popitem(last=False)
 
 
-async def resolve_candidates(ctx: Context) -> list[Candidate]:
-    """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
-    if ctx.candidates is not None:
-        return ctx.candidates
+def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> list[Candidate]:
+    """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O)."""
     names = requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
-    snapshot = await catalog_snapshot(ctx)
     candidates: list[Candidate] = []
     model_rank: dict[str, int] = {}
     for name in names:
@@ -253,6 +250,11 @@ async def resolve_candidates(ctx: Context) -> list[Candidate]:
                 model_rank[candidate.model_slug] = len(model_rank)
             if candidate not in candidates:
                 candidates.append(candidate)
-    candidates = _order(ctx, _apply_filters(ctx, candidates), model_rank)
-    ctx.candidates = candidates
-    return candidates
+    return _order(ctx, _apply_filters(ctx, candidates), model_rank)
+
+
+async def resolve_candidates(ctx: Context) -> list[Candidate]:
+    """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
+    if ctx.candidates is None:
+        ctx.candidates = select_candidates(ctx, await catalog_snapshot(ctx))
+    return ctx.candidates

@@ -86,6 +86,11 @@ class ResponseStream:
         await self.flush()
         return False
 
+    def streamed_text(self) -> str:
+        """The text sent so far (for the usage estimate of a stream that did not finish)."""
+        done = "".join(p["text"] for i in self.items if i["type"] == "message" for p in i["content"])
+        return done + "".join(self.text_parts)
+
     def _delta(self, text: str) -> None:
         if self.message_id is None:
             self.message_id = new_item_id("msg")

@@ -1,3 +1,9 @@
-"""URL routes of the rankings app, mounted under /api/v1/ by gateway_project/urls.py."""
+"""Routes of the rankings app under /api/v1/."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from rankings.views import RankingsDailyView
+
+urlpatterns = [
+    path("datasets/rankings-daily", RankingsDailyView.as_view(), name="datasets-rankings-daily"),
+]

@@ -3,6 +3,7 @@ running the ASGI application (uvicorn in a thread) for data-plane tests."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -14,6 +15,20 @@ from rest_framework.test import APIClient
 from accounts import services
 from accounts.models import Organization, OrgRole, User, Workspace
 from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F401  (fixtures)
+
+# A fixed Fernet key for BYOK and destination secrets in tests (never used outside the test suite), so the
+# suite runs the same on a fresh clone, whatever .env or the environment hold.
+TEST_ENCRYPTION_KEY = "Mv0OaV5a8TLgq1c9Ps_2Gm8dDZJ1U8wGTu8nwrDzs6M="
+os.environ["GATEWAY_BYOK_ENCRYPTION_KEYS"] = TEST_ENCRYPTION_KEY  # for gateway processes that tests start
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _encryption_keys():
+    """GATEWAY_BYOK_ENCRYPTION_KEYS for the whole session (tests of key rotation override it with `settings`)."""
+    from django.test import override_settings
+
+    with override_settings(GATEWAY_BYOK_ENCRYPTION_KEYS=[TEST_ENCRYPTION_KEY]):
+        yield
 
 
 @dataclass

@@ -99,7 +99,9 @@ def build_messages(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]
                 system.append(text_of(item.get("content")))
                 continue
             blocks = [_block(part) for part in content_parts(item.get("content"))]
-            _append(messages, "assistant" if role == "assistant" else "user", blocks)
+            blocks = [b for b in blocks if b["type"] != "text" or b["text"]]  # Anthropic refuses empty text
+            if blocks:
+                _append(messages, "assistant" if role == "assistant" else "user", blocks)
         elif kind == "function_call":
             _append(messages, "assistant", [_tool_use(item)])
         elif kind == "function_call_output":

@@ -17,8 +17,8 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
-from inference.providers.canonical import as_int, body_error, build_output, make_result
-from inference.providers.http import loads, malformed
+from inference.providers.canonical import as_int, build_output, make_result
+from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
 STOP_REASONS = {
@@ -32,25 +32,15 @@ STOP_REASONS = {
 }
 
 
-def _usage_into(usage: Usage, data: Any) -> None:
-    """Update `usage` with the fields present in an Anthropic usage object (message_delta repeats some)."""
-    if not isinstance(data, dict):
-        return
-    if any(key in data for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")):
-        cached = as_int(data.get("cache_read_input_tokens"))
-        if "input_tokens" in data or "cache_creation_input_tokens" in data:
-            usage.input_tokens = (
-                as_int(data.get("input_tokens")) + cached + as_int(data.get("cache_creation_input_tokens"))
-            )
-        usage.cached_tokens = cached
-    if "output_tokens" in data:
-        usage.output_tokens = as_int(data.get("output_tokens"))
-
-
 def parse_usage(data: Any) -> Usage:
-    usage = Usage()
-    _usage_into(usage, data)
-    return usage
+    if not isinstance(data, dict):
+        return Usage()
+    cached = as_int(data.get("cache_read_input_tokens"))
+    return Usage(
+        input_tokens=as_int(data.get("input_tokens")) + cached + as_int(data.get("cache_creation_input_tokens")),
+        output_tokens=as_int(data.get("output_tokens")),
+        cached_tokens=cached,
+    )
 
 
 def parse_response(data: Any) -> CanonicalResult:
@@ -81,7 +71,7 @@ class MessagesStreamParser:
 
     def __init__(self) -> None:
         self.upstream_id = ""
-        self.usage = Usage()
+        self.usage: dict[str, Any] = {}  # Anthropic usage fields; message_delta repeats and updates some
         self.text: list[str] = []
         self.blocks: dict[int, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, str]] = []
@@ -109,15 +99,19 @@ class MessagesStreamParser:
         elif kind == "message_start":
             message = event.get("message") or {}
             self.upstream_id = str(message.get("id", ""))
-            _usage_into(self.usage, message.get("usage"))
+            self._usage(message.get("usage"))
         elif kind == "message_delta":
             self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
-            _usage_into(self.usage, event.get("usage"))
+            self._usage(event.get("usage"))
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "error":
             raise body_error(event.get("error"), raw=event)
         return []
+
+    def _usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            self.usage.update((k, v) for k, v in usage.items() if v is not None)
 
     def _delta(self, event: dict[str, Any]) -> list[CanonicalEvent]:
         delta = event.get("delta") or {}
@@ -144,4 +138,6 @@ class MessagesStreamParser:
         if not self.stopped and self.stop_reason is None:
             raise malformed("stream: it ended before message_stop")
         finish = STOP_REASONS.get(self.stop_reason, "stop")
-        return make_result(self.upstream_id, build_output("".join(self.text), self.calls), self.usage, finish)
+        return make_result(
+            self.upstream_id, build_output("".join(self.text), self.calls), parse_usage(self.usage), finish
+        )

@@ -1,6 +1,5 @@
 """Shared pieces of the translating adapters: reading a Responses request (input items, content parts,
-function tools) and building canonical results (output items, finish → status), plus errors that arrive
-inside a 200 body or a stream."""
+function tools) and building canonical results (output items, finish → status)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalResult, ProviderError, ProviderErrorKind
-from inference.providers.http import kind_for_status
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "summary_text"})
@@ -132,41 +130,3 @@ def make_result(upstream_id: str, output: list[dict[str, Any]], usage: Usage, fi
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-# --- errors inside a body or a stream -----------------------------------------------------------------------
-
-_CODE_KINDS = {
-    "rate_limit": ProviderErrorKind.RATE_LIMITED,
-    "overloaded": ProviderErrorKind.OVERLOADED,
-    "timeout": ProviderErrorKind.TIMEOUT,
-    "authentication": ProviderErrorKind.AUTH,
-    "permission": ProviderErrorKind.AUTH,
-    "invalid_api_key": ProviderErrorKind.AUTH,
-    "invalid_request": ProviderErrorKind.BAD_REQUEST,
-    "not_found": ProviderErrorKind.BAD_REQUEST,
-    "context_length": ProviderErrorKind.BAD_REQUEST,
-    "request_too_large": ProviderErrorKind.BAD_REQUEST,
-}
-
-
-def kind_for_code(code: Any, status: Any = None) -> ProviderErrorKind:
-    """The kind of an error named by a code/type string (`rate_limit_exceeded`, `overloaded_error`, ...)."""
-    text = str(code or "").lower()
-    for marker, kind in _CODE_KINDS.items():
-        if marker in text:
-            return kind
-    if isinstance(status, int):
-        return kind_for_status(status, text)
-    return ProviderErrorKind.SERVER
-
-
-def body_error(error: Any, raw: Any) -> ProviderError:
-    """An error object that came inside a 200 body or as a stream event."""
-    if isinstance(error, dict):
-        code = error.get("type") or error.get("code")
-        message = error.get("message") or str(code or "error")
-        status = error.get("code") if isinstance(error.get("code"), int) else None
-        kind = kind_for_code(code if isinstance(code, str) else "", status)
-        return ProviderError(kind, f"upstream error: {message}", status=status, raw=raw)
-    return ProviderError(ProviderErrorKind.SERVER, f"upstream error: {error}", raw=raw)

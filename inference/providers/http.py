@@ -5,11 +5,9 @@ Time limits (`Timeouts` of the call): `connect` for the TCP connect; `first_byte
 response head and, for a stream, its first event; `read` for the whole JSON body after the head, and
 between two reads of a stream. Any of them running out is `TIMEOUT`.
 
-Status mapping (`error_for_status`): 429 RATE_LIMITED (with `retry_after` from `Retry-After` or
-`retry-after-ms`); 529, and 503 whose body says overloaded, OVERLOADED; 408/504/524 TIMEOUT;
-400/404/413/422 and other 4xx BAD_REQUEST; 401/402/403 AUTH; other 5xx SERVER. Connection failures,
-malformed bodies and streams that end before completion are SERVER. The credential of the call never
-appears in an error's message or `raw`.
+Failures are mapped by inference.providers.errors (statuses, transport errors, malformed bodies, errors
+inside a body or stream); a stream that ends before its completion event is SERVER. The credential of the
+call never appears in an error's message or `raw`.
 
 Adapters subclass `HttpAdapter` and provide the pure parts: `build_request`, `parse_response` (JSON →
 `CanonicalResult`) and `stream_parser()` (SSE events → canonical events, then the result).
@@ -18,10 +16,9 @@ Adapters subclass `HttpAdapter` and provide the pure parts: `build_request`, `pa
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
-import email.utils
 import functools
-import time
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -34,15 +31,21 @@ from inference.providers.base import (
     CanonicalEvent,
     CanonicalResult,
     ProviderError,
-    ProviderErrorKind,
     StreamDone,
     Timeouts,
     UpstreamCall,
     UpstreamRequest,
 )
+from inference.providers.errors import (
+    body_error,
+    decode_error_body,
+    error_for_exception,
+    error_for_status,
+    loads,
+    malformed,
+    scrub,
+)
 from inference.providers.sse import ServerSentEvent, SSEDecoder
-
-RAW_LIMIT = 2000  # characters of a non-JSON error body kept in `raw`
 
 _sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
 
@@ -70,119 +73,23 @@ async def close_session() -> None:
         await session.close()
 
 
+@atexit.register
+def _drop_sessions_at_exit() -> None:
+    """Close, without a loop, the sessions of loops that are gone (no "Unclosed client session" noise at exit)."""
+    for loop, session in list(_sessions.items()):
+        if not loop.is_running():
+            connector = session.connector
+            session.detach()
+            if connector is not None:
+                connector._close()  # the synchronous part of close(); nothing is left to await without a loop
+    _sessions.clear()
+
+
 @functools.lru_cache(maxsize=64)
 def _client_timeout(timeouts: Timeouts) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(
         total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=timeouts.read
     )
-
-
-# --- error mapping ------------------------------------------------------------------------------------------
-
-
-def scrub(value: Any, secret: str) -> Any:
-    """`value` with every occurrence of `secret` replaced (strings, inside dicts and lists)."""
-    if not secret or len(secret) < 4:
-        return value
-    if isinstance(value, str):
-        return value.replace(secret, "***")
-    if isinstance(value, dict):
-        return {k: scrub(v, secret) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
-    return value
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def decode_error_body(data: bytes, secret: str) -> Any:
-    """The upstream's error body as JSON when it is JSON, else its text (cut), credential removed."""
-    try:
-        raw: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raw = data[:RAW_LIMIT].decode("utf-8", "replace")
-    return scrub(raw, secret)
-
-
-def error_message(raw: Any) -> str:
-    """The human message inside an OpenAI- or Anthropic-style error body."""
-    if isinstance(raw, dict):
-        error = raw.get("error", raw)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(error, str):
-            return error
-        if isinstance(raw.get("message"), str):
-            return raw["message"]
-    return raw[:300] if isinstance(raw, str) else ""
-
-
-def kind_for_status(status: int, raw: Any) -> ProviderErrorKind:
-    if status == 429:
-        return ProviderErrorKind.RATE_LIMITED
-    if status == 529 or (status == 503 and "overload" in str(raw).lower()):
-        return ProviderErrorKind.OVERLOADED
-    if status in (408, 504, 524):
-        return ProviderErrorKind.TIMEOUT
-    if status in (401, 402, 403):
-        return ProviderErrorKind.AUTH
-    if 400 <= status < 500:
-        return ProviderErrorKind.BAD_REQUEST
-    return ProviderErrorKind.SERVER
-
-
-def error_for_status(status: int, data: bytes, headers: Any, secret: str) -> ProviderError:
-    raw = decode_error_body(data, secret)
-    kind = kind_for_status(status, raw)
-    message = error_message(raw) or f"HTTP {status}"
-    retry_after = parse_retry_after(headers) if kind is ProviderErrorKind.RATE_LIMITED else None
-    return ProviderError(
-        kind, f"upstream returned {status}: {message}", status=status, raw=raw, retry_after=retry_after
-    )
-
-
-def error_for_exception(exc: BaseException, secret: str) -> ProviderError:
-    """A transport-level failure (connect, timeout, broken body) as a ProviderError."""
-    if isinstance(exc, TimeoutError):
-        return ProviderError(ProviderErrorKind.TIMEOUT, "upstream timed out", raw=None)
-    detail = scrub(str(exc), secret) or type(exc).__name__
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return ProviderError(ProviderErrorKind.SERVER, f"cannot connect to upstream: {detail}")
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return ProviderError(ProviderErrorKind.SERVER, f"upstream response cut short: {detail}")
-    return ProviderError(ProviderErrorKind.SERVER, f"upstream connection failed: {detail}")
-
-
-def malformed(what: str, raw: Any = None) -> ProviderError:
-    return ProviderError(ProviderErrorKind.SERVER, f"malformed upstream {what}", raw=raw)
-
-
-def loads(data: bytes | str, what: str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        text = data if isinstance(data, str) else data[:RAW_LIMIT].decode("utf-8", "replace")
-        raise malformed(what, raw=text[:RAW_LIMIT])
 
 
 # --- send ---------------------------------------------------------------------------------------------------
@@ -227,8 +134,10 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                 if response.status >= 400:
                     raise error_for_status(response.status, await response.read(), response.headers, secret)
                 if "text/event-stream" not in response.headers.get("Content-Type", ""):
-                    data = await response.read()
-                    raise malformed("stream (not an event stream)", raw=decode_error_body(data, secret))
+                    raw = decode_error_body(await response.read(), secret)
+                    if isinstance(raw, dict) and raw.get("error"):
+                        raise body_error(raw["error"], raw=raw)
+                    raise malformed("stream (not an event stream)", raw=raw)
                 events: list[ServerSentEvent] = []
                 while not events:
                     chunk = await response.content.readany()
@@ -263,6 +172,12 @@ class StreamParser(Protocol):
     def finish(self) -> CanonicalResult: ...
 
 
+def _scrubbed(error: ProviderError, secret: str) -> ProviderError:
+    error.raw, error.message = scrub(error.raw, secret), scrub(error.message, secret)
+    error.args = (error.message,)
+    return error
+
+
 class HttpAdapter(Adapter):
     """An adapter over HTTP: pure build/parse functions plus the shared send."""
 
@@ -278,8 +193,7 @@ class HttpAdapter(Adapter):
         try:
             return self.parse_response(data)
         except ProviderError as error:
-            error.raw, error.message = scrub(error.raw, secret), scrub(error.message, secret)
-            raise
+            raise _scrubbed(error, secret)
 
     async def stream(self, call: UpstreamCall) -> AsyncIterator[CanonicalEvent]:
         secret = call.credential.api_key
@@ -295,6 +209,5 @@ class HttpAdapter(Adapter):
             result = parser.finish()
         except ProviderError as error:
             error.before_first_event = not yielded
-            error.raw, error.message = scrub(error.raw, secret), scrub(error.message, secret)
-            raise
+            raise _scrubbed(error, secret)
         yield StreamDone(result)

@@ -11,8 +11,8 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
-from inference.providers.canonical import as_int, body_error, build_output, make_result
-from inference.providers.http import loads, malformed
+from inference.providers.canonical import as_int, build_output, make_result
+from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
 FINISH_REASONS = {

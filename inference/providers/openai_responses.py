@@ -21,8 +21,9 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_int, body_error, is_gateway_tool
-from inference.providers.http import HttpAdapter, loads, malformed
+from inference.providers.canonical import as_int, is_gateway_tool
+from inference.providers.errors import body_error, loads, malformed
+from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
 
 FORWARDED_FIELDS = frozenset(

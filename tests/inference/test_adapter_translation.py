@@ -153,6 +153,12 @@ def test_chat_stream_assembles_parallel_tool_call_deltas():
     assert [i["call_id"] for i in parser.finish().output] == ["a", "b"]
 
 
+def test_chat_error_inside_a_200_body_maps_its_kind():
+    with pytest.raises(ProviderError) as caught:
+        parse_chat({"error": {"message": "Overloaded", "type": "overloaded_error"}})
+    assert caught.value.kind is ProviderErrorKind.OVERLOADED
+
+
 def test_chat_stream_error_chunk_maps_its_kind():
     with pytest.raises(ProviderError) as caught:
         ChatStreamParser().feed(sse('{"error":{"message":"slow down","type":"rate_limit_exceeded"}}'))
@@ -190,6 +196,13 @@ def test_anthropic_translates_history_with_images_and_tool_calls_both_ways():
             ],
         },
     ]
+
+
+def test_anthropic_leaves_out_empty_text():
+    body, _ = anthropic.build_body(
+        {"input": [{"role": "assistant", "content": ""}, {"role": "user", "content": "x"}]}, "claude", False
+    )
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
 
 
 def test_anthropic_image_url_tools_format_and_cache_control():
@@ -261,7 +274,8 @@ def test_anthropic_response_and_stream_parse_tool_use_and_stop_reason():
 
     parser = MessagesStreamParser()
     frames = [
-        '{"type":"message_start","message":{"id":"m2","usage":{"input_tokens":3,"output_tokens":1}}}',
+        '{"type":"message_start","message":{"id":"m2","usage":{"input_tokens":3,"cache_read_input_tokens":5,'
+        '"output_tokens":1}}}',
         '{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}',
         '{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}',
         '{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}',
@@ -270,18 +284,14 @@ def test_anthropic_response_and_stream_parse_tool_use_and_stop_reason():
         '{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\\"a\\":"}}',
         '{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":" 2}"}}',
         '{"type":"content_block_stop","index":2}',
-        '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":12}}',
+        '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":3,"output_tokens":12}}',
         '{"type":"message_stop"}',
     ]
     events = [event for frame in frames for event in parser.feed(sse(frame))]
     assert events == [TextDelta("Yo"), FunctionCallDone("t", "f", '{"a": 2}')]
     final = parser.finish()
-    assert (final.upstream_id, final.finish_reason, final.usage.input_tokens, final.usage.output_tokens) == (
-        "m2",
-        "tool_calls",
-        3,
-        12,
-    )
+    assert (final.upstream_id, final.finish_reason) == ("m2", "tool_calls")
+    assert (final.usage.input_tokens, final.usage.cached_tokens, final.usage.output_tokens) == (8, 5, 12)
 
 
 def test_anthropic_stream_without_message_stop_is_server():

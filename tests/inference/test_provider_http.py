@@ -8,7 +8,7 @@ import time
 import pytest
 
 from inference.providers.base import ProviderErrorKind
-from inference.providers.http import error_for_status, kind_for_status, parse_retry_after, scrub
+from inference.providers.errors import error_for_status, kind_for_status, parse_retry_after, scrub
 from inference.providers.sse import ServerSentEvent, SSEDecoder
 
 

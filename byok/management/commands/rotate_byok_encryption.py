@@ -1,0 +1,31 @@
+"""Re-encrypt every stored BYOK key under the first key of GATEWAY_BYOK_ENCRYPTION_KEYS.
+
+Key rotation: put the new Fernet key first in GATEWAY_BYOK_ENCRYPTION_KEYS (keep the old ones after it),
+restart, run this command, then the old keys can be removed.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from byok.services import provider_credentials_reencrypt
+from gateway_project.encryption import EncryptionNotConfigured, encryption_configured
+
+
+class Command(BaseCommand):
+    help = "Re-encrypt every BYOK credential under the first key of GATEWAY_BYOK_ENCRYPTION_KEYS."
+
+    def handle(self, *args, **options):
+        if not encryption_configured():
+            raise CommandError("GATEWAY_BYOK_ENCRYPTION_KEYS is not set (or holds an invalid key): nothing to do.")
+        try:
+            result = provider_credentials_reencrypt()
+        except EncryptionNotConfigured as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"Re-encrypted {result.rotated} BYOK credential(s) under the first encryption key.")
+        if result.failed:
+            ids = ", ".join(str(i) for i in result.failed)
+            raise CommandError(
+                f"{len(result.failed)} credential(s) could not be decrypted with any configured key: {ids}. "
+                "Add the key they were encrypted with to GATEWAY_BYOK_ENCRYPTION_KEYS and run again."
+            )

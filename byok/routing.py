@@ -1,0 +1,90 @@
+"""BYOK credentials for one routing candidate, on the data plane (async, cached per policy version).
+
+`usable_credentials(ctx, candidate)` returns the organization's enabled BYOK keys for the candidate's
+provider that allow the request (its workspace or global, the calling key hash, the model, the key's user),
+non-fallback ones first, each group by `sort_order` (DECISIONS.md §6). The organization's credentials are
+loaded once per policy version (one query), only the keys that apply are decrypted, each once per policy
+version, and the answer for a (calling key, provider, model) is memoized per policy version.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import sync_to_async
+
+from byok.selectors import CredentialEntry, routing_entries
+from gateway_project.encryption import DecryptionFailed, EncryptionNotConfigured, decrypt_secret
+from gateway_project.policy_cache import PolicyCache
+from inference.pipeline.context import Candidate, Context, Credential
+
+logger = logging.getLogger("gateway.byok")
+
+_entries_cache = PolicyCache("byok-entries")
+_plaintext_cache = PolicyCache("byok-plaintext")
+_usable_cache = PolicyCache("byok-usable")
+
+_load_entries = sync_to_async(routing_entries, thread_sensitive=True)
+
+
+async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:
+    organization_id = ctx.principal.organization_id
+
+    async def load():
+        return await _load_entries(organization_id=organization_id)
+
+    by_provider = await _entries_cache.get(ctx.policy_version, organization_id, load)
+    return by_provider.get(provider, ())
+
+
+async def _plaintext(ctx: Context, entry: CredentialEntry) -> str | None:
+    async def decrypt():
+        try:
+            return decrypt_secret(entry.ciphertext)
+        except (DecryptionFailed, EncryptionNotConfigured):
+            logger.error("BYOK credential %s cannot be decrypted with the configured keys; skipped", entry.id)
+            return None
+
+    return await _plaintext_cache.get(ctx.policy_version, (entry.id, entry.ciphertext), decrypt)
+
+
+async def _compute(ctx: Context, candidate: Candidate) -> tuple[Credential, ...]:
+    principal = ctx.principal
+    entries = await _entries(ctx, candidate.provider_slug)
+    if not entries:
+        return ()
+    user_id = str(principal.user_id) if principal.user_id is not None else None
+    model_slugs = (candidate.model_slug, candidate.canonical_slug)
+    credentials = []
+    for entry in entries:
+        if not entry.allows(
+            workspace_id=principal.workspace_id, key_hash=principal.key_hash, model_slugs=model_slugs, user_id=user_id
+        ):
+            continue
+        api_key = await _plaintext(ctx, entry)
+        if api_key is not None:
+            credentials.append(Credential(api_key=api_key, is_byok=True, byok_id=entry.id, label=entry.label))
+    return tuple(credentials)
+
+
+async def usable_credentials(ctx: Context, candidate: Candidate) -> list[Credential]:
+    """The BYOK credentials to try for `candidate`, in order (empty without a principal).
+
+    The answer depends only on the calling key (its organization, workspace and creator), the provider and
+    the model, so it is memoized on those per policy version: a warm request costs one dict lookup.
+    """
+    if ctx.principal is None:
+        return []
+    key = (ctx.principal.key_hash, candidate.provider_slug, candidate.model_slug, candidate.canonical_slug)
+
+    async def compute():
+        return await _compute(ctx, candidate)
+
+    return list(await _usable_cache.get(ctx.policy_version, key, compute))
+
+
+def clear_caches() -> None:
+    """Forget cached entries and decrypted keys (tests, encryption-key rotation)."""
+    _entries_cache.clear()
+    _plaintext_cache.clear()
+    _usable_cache.clear()

@@ -1,0 +1,114 @@
+"""python manage.py generate_demo_traffic --days N --per-day M [--models K] [--until D]
+
+Writes synthetic Generation rows (and K public demo models) to measure aggregation at scale. On PostgreSQL
+the rows are produced by the database itself (generate_series), elsewhere by bulk inserts. Never run it
+against a production database: the rows look like real traffic of the first organization.
+"""
+
+import random
+import time
+import uuid
+from datetime import UTC, date, datetime, timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+
+from accounts.models import Organization
+from inference.models import Generation, Model
+from rankings.aggregation import last_completed_day
+from rankings.classifier import CATEGORIES
+
+DEMO_PREFIX = "demo/model-"
+
+_PG_INSERT = """
+INSERT INTO inference_generation (id, organization_id, key_hash, session_id, requested_model, model,
+    model_permaslug, provider, upstream_id, status, finish_reason, error_message, input_tokens, output_tokens,
+    cached_tokens, reasoning_tokens, cost, is_byok, streamed, tool_calls, input_modalities, output_modalities,
+    context_bucket, category, language_type, pipeline, trace, metadata, created_at)
+SELECT md5(random()::text || g::text)::uuid, %(org)s, '', '', m.slug, m.slug, m.slug, 'demo', '', 'completed',
+    'stop', '', (random() * 20000)::int, (random() * 2000)::int, 0, 0, 0, false, false,
+    CASE WHEN random() < 0.1 THEN 1 ELSE 0 END,
+    CASE WHEN random() < 0.05 THEN '["text","image"]'::jsonb ELSE '["text"]'::jsonb END,
+    '["text"]'::jsonb, '',
+    CASE WHEN random() < %(rate)s THEN (%(categories)s::text[])[1 + floor(random() * %(ncat)s)::int] END,
+    NULL, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb,
+    %(day)s::timestamptz + (random() * interval '86399 seconds')
+FROM (SELECT g, 'demo/model-' || lpad(floor(power(random(), 3) * %(k)s)::int::text, 4, '0') AS slug
+      FROM generate_series(1, %(n)s) AS g) AS m
+"""
+
+
+class Command(BaseCommand):
+    help = "Generate synthetic Generation rows for aggregation benchmarks."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--days", type=int, default=7)
+        parser.add_argument("--per-day", type=int, default=10_000)
+        parser.add_argument("--models", type=int, default=200)
+        parser.add_argument("--until", help="Last day (YYYY-MM-DD), default: last completed UTC day")
+        parser.add_argument("--sample-rate", type=float, default=0.1, help="Fraction given a category")
+
+    def handle(self, *args, **options):
+        organization = Organization.objects.order_by("created_at").first()
+        if organization is None:
+            raise CommandError("no organization: run `python manage.py bootstrap` first")
+        k = options["models"]
+        Model.objects.bulk_create(
+            [
+                Model(slug=f"{DEMO_PREFIX}{i:04d}", canonical_slug=f"{DEMO_PREFIX}{i:04d}", vendor="demo", public=True)
+                for i in range(k)
+            ],
+            ignore_conflicts=True,
+        )
+        until = date.fromisoformat(options["until"]) if options["until"] else last_completed_day()
+        started = time.perf_counter()
+        for offset in range(options["days"]):
+            day = until - timedelta(days=options["days"] - 1 - offset)
+            self._day(organization, day, options["per_day"], k, options["sample_rate"])
+            self.stdout.write(f"{day}: {options['per_day']} generations")
+        self.stdout.write(
+            f"Generated {options['days'] * options['per_day']} generations in {time.perf_counter() - started:.1f} s"
+        )
+
+    def _day(self, organization, day: date, n: int, k: int, rate: float) -> None:
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        if connection.vendor == "postgresql":
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    _PG_INSERT,
+                    {
+                        "org": organization.id,
+                        "rate": rate,
+                        "categories": list(CATEGORIES),
+                        "ncat": len(CATEGORIES),
+                        "day": start,
+                        "n": n,
+                        "k": k,
+                    },
+                )
+            return
+        rng = random.Random(day.toordinal())
+        batch = []
+        for _ in range(n):
+            slug = f"{DEMO_PREFIX}{int(rng.random() ** 3 * k):04d}"
+            batch.append(
+                Generation(
+                    id=uuid.uuid4(),
+                    organization=organization,
+                    model=slug,
+                    model_permaslug=slug,
+                    provider="demo",
+                    status="completed",
+                    input_tokens=rng.randrange(20_000),
+                    output_tokens=rng.randrange(2_000),
+                    tool_calls=1 if rng.random() < 0.1 else 0,
+                    input_modalities=["text"],
+                    output_modalities=["text"],
+                    category=rng.choice(CATEGORIES) if rng.random() < rate else None,
+                    created_at=start + timedelta(seconds=rng.randrange(86_400)),
+                )
+            )
+            if len(batch) == 5000:
+                Generation.objects.bulk_create(batch)
+                batch = []
+        Generation.objects.bulk_create(batch)
