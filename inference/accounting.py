@@ -1,19 +1,18 @@
 """Cost of a generation and the one Generation row written for every request that reached routing.
 
-`record_generation(ctx)` runs in `transaction.atomic()`: `generation_recording` (receivers may set
-fields), save, `generation_recorded` (receivers write dependent rows such as the observability outbox).
+`record_generations_sync(contexts)` writes rows in one `transaction.atomic()`: `generation_recording` per
+row (receivers may set fields), one bulk insert, `generation_recorded` per row (receivers write dependent
+rows such as the observability outbox). inference.recorder calls it off the request's critical path.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 
 from inference.models import Generation
@@ -163,66 +162,3 @@ def record_generations_sync(contexts: list[Context]) -> list[Generation]:
 
 def record_generation_sync(ctx: Context) -> Generation:
     return record_generations_sync([ctx])[0]
-
-
-_write_batch = database_sync_to_async(record_generations_sync)
-_write_one = database_sync_to_async(record_generation_sync)
-
-
-class GenerationWriter:
-    """Group commit: rows of requests that finish while a write is running go together in the next one.
-
-    Each request still awaits its own row's commit (nothing is fire-and-forget); under load this turns
-    N transactions into one. A failed batch is retried row by row so one bad row cannot lose the others.
-    """
-
-    def __init__(self) -> None:
-        self.pending: list[tuple[Context, asyncio.Future]] = []
-        self.task: asyncio.Task | None = None
-
-    async def write(self, ctx: Context) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self.pending.append((ctx, future))
-        if self.task is None:
-            self.task = asyncio.ensure_future(self._drain())
-        await asyncio.shield(future)
-
-    async def _drain(self) -> None:
-        try:
-            while self.pending:
-                batch, self.pending = self.pending[:MAX_BATCH], self.pending[MAX_BATCH:]
-                await self._write(batch)
-        finally:
-            self.task = None
-
-    async def _write(self, batch: list[tuple[Context, asyncio.Future]]) -> None:
-        try:
-            await _write_batch([ctx for ctx, _ in batch])
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(None)
-            return
-        except Exception:
-            if len(batch) == 1:
-                logger.exception("could not record generation %s", batch[0][0].request_id)
-        for ctx, future in batch:
-            try:
-                if len(batch) > 1:
-                    await _write_one(ctx)
-            except Exception:
-                logger.exception("could not record generation %s", ctx.request_id)
-            if not future.done():
-                future.set_result(None)
-
-
-MAX_BATCH = 200
-_writers: dict[int, GenerationWriter] = {}
-
-
-async def record_generation(ctx: Context) -> None:
-    """Write the row of this request (group-committed with concurrent ones); survives a second cancellation."""
-    loop_id = id(asyncio.get_running_loop())
-    writer = _writers.get(loop_id)
-    if writer is None:
-        writer = _writers[loop_id] = GenerationWriter()
-    await writer.write(ctx)

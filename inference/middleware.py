@@ -12,8 +12,8 @@ import time
 from datetime import UTC, datetime
 
 from gateway_project.api.errors import GatewayError
-from inference.accounting import record_generation
 from inference.pipeline.context import Context
+from inference.recorder import record_generation
 
 
 class AccountingMiddleware:

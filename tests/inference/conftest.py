@@ -108,3 +108,12 @@ def generations(expected: int = 1, timeout: float = 10.0) -> list:
         if len(rows) >= expected or time.monotonic() > deadline:
             return rows
         time.sleep(0.01)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_accounting_writer(django_db_setup):
+    """Release the accounting writer's database connection before the test database is dropped."""
+    yield
+    from inference.recorder import shutdown
+
+    shutdown()

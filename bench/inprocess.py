@@ -1,0 +1,92 @@
+"""Drive the ASGI application in-process (no sockets) to measure or profile the gateway's own cost.
+
+    KEY=<inference key> MODEL=bench/fake STREAM=false N=2000 C=1 [PROFILE=1] python bench/inprocess.py
+
+Prints requests/s and the p50 time until the last response byte was sent (accounting runs after it).
+Use the same DATABASE_URL / REDIS_URL as bench/prepare.py; the upstream of MODEL must be running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
+
+from gateway_project.asgi import application
+
+KEY = os.environ["KEY"].encode()
+MODEL = os.environ.get("MODEL", "bench/fake").encode()
+STREAM = os.environ.get("STREAM", "false").encode()
+BODY = b'{"model":"%s","input":"Say hello","stream":%s}' % (MODEL, STREAM)
+LATENCIES: list[float] = []
+
+
+async def one() -> None:
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/v1/responses",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer " + KEY)],
+    }
+    done = asyncio.Event()
+    sent = False
+
+    async def receive():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": BODY, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            done.set()
+
+    started = time.perf_counter()
+    task = asyncio.ensure_future(application(scope, receive, send))
+    await done.wait()
+    LATENCIES.append(time.perf_counter() - started)
+    await task
+
+
+async def main(total: int, concurrency: int) -> None:
+    for _ in range(20):
+        await one()
+    LATENCIES.clear()
+
+    async def worker():
+        for _ in range(total // concurrency):
+            await one()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    LATENCIES.sort()
+    print(
+        f"{total} requests, concurrency {concurrency}: {total / elapsed:.0f} req/s, "
+        f"p50 until last byte {LATENCIES[len(LATENCIES) // 2] * 1e6:.0f} us"
+    )
+
+
+if __name__ == "__main__":
+    import uvloop
+
+    total, concurrency = int(os.environ.get("N", "2000")), int(os.environ.get("C", "1"))
+    if os.environ.get("PROFILE"):
+        profile = cProfile.Profile()
+        profile.enable()
+        uvloop.run(main(total, concurrency))
+        profile.disable()
+        pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(40)
+    else:
+        uvloop.run(main(total, concurrency))

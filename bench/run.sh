@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Load benchmark of the gateway against the bare fake upstream (wrk, loopback).
+#
+#   bench/run.sh                # from the project root; DUR=10 seconds per run by default
+#
+# Starts bench/fake_upstream.py on core 0, the gateway (uvicorn, one worker, uvloop + httptools) pinned to
+# core 1 with the full default middleware chain (key auth, accounting, and whatever settings list), and wrk
+# on core 0. Measures, JSON and streamed (20 chunks): p50 latency at 1 connection and requests/s at 16
+# connections, for the bare upstream and through the gateway, and prints the added p50 latency.
+# Database and Redis: BENCH_DATABASE_URL (default a fresh SQLite file in /tmp) and BENCH_REDIS_URL (default
+# none). The upstream format: BENCH_API_FORMAT (openai-responses | openai-chat | anthropic-messages).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+PY=${PY:-$root/.venv/bin/python}
+DUR=${DUR:-10}
+UPSTREAM_PORT=${UPSTREAM_PORT:-9200}
+GATEWAY_PORT=${GATEWAY_PORT:-8400}
+export UPSTREAM_PORT BENCH_API_FORMAT=${BENCH_API_FORMAT:-openai-responses}
+export DATABASE_URL=${BENCH_DATABASE_URL:-sqlite:////tmp/gateway-bench.sqlite3}
+export REDIS_URL=${BENCH_REDIS_URL:-}
+export DJANGO_DEBUG=false DJANGO_SECRET_KEY=${DJANGO_SECRET_KEY:-bench-only-secret-key-0123456789abcdefghijklmnop}
+export GATEWAY_LOG_LEVEL=WARNING BENCH_KEY=sk-bench-upstream
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+case $DATABASE_URL in sqlite:////tmp/gateway-bench.sqlite3) rm -f /tmp/gateway-bench.sqlite3;; esac
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+taskset -c 0 "$PY" bench/fake_upstream.py "$UPSTREAM_PORT" >/tmp/gateway-bench-upstream.log 2>&1 & pids+=($!)
+KEY=$("$PY" bench/prepare.py | tail -1)
+taskset -c 1 "$root/.venv/bin/uvicorn" gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
+  --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
+  >/tmp/gateway-bench-gateway.log 2>&1 & pids+=($!)
+for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/v1/models" && break; sleep 0.5; done
+for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses" && break; sleep 0.5; done
+check=$(curl -s -H "Authorization: Bearer $KEY" -d '{"model":"bench/fake","input":"Say hello"}' \
+  "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses")
+case $check in *'"status":"completed"'*) ;; *) echo "gateway check failed: $check" >&2; exit 1;; esac
+
+lua() { # $1 key, $2 model, $3 stream true/false
+  local f; f=$(mktemp --suffix .lua)
+  printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[{"model":"%s","input":"Say hello","stream":%s}]]\n' \
+    "$1" "$2" "$3" >"$f"; echo "$f"; }
+run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx"
+  taskset -c 0 wrk -t1 -c"$3" -d2s -s "$2" "$1" >/dev/null 2>&1 || true
+  taskset -c 0 wrk -t1 -c"$3" -d"${DUR}s" -s "$2" --latency "$1" 2>&1 | awk '
+    /Requests\/sec/ {rps=$2} /^ +50%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p50=v}
+    /Non-2xx/ {bad=$NF} END {printf "%s %s %s\n", rps, p50, (bad==""?0:bad)}'; }
+
+printf '%-10s %-8s %12s %12s %8s\n' target stream "c1 p50 ms" "c16 req/s" non2xx
+declare -A R
+for stream in false true; do
+  for t in upstream gateway; do
+    if [ $t = upstream ]; then url=http://127.0.0.1:$UPSTREAM_PORT/v1/responses; f=$(lua x fake-model $stream)
+    else url=http://127.0.0.1:$GATEWAY_PORT/api/v1/responses; f=$(lua "$KEY" bench/fake $stream); fi
+    read -r _ p50 bad1 < <(run "$url" "$f" 1)
+    read -r rps _ bad16 < <(run "$url" "$f" 16)
+    R[$t-$stream-p50]=$p50; R[$t-$stream-rps]=$rps
+    printf '%-10s %-8s %12s %12s %8s\n' $t $stream "$p50" "$rps" "$((bad1 + bad16))"
+  done
+done
+for stream in false true; do
+  awk -v g="${R[gateway-$stream-p50]}" -v u="${R[upstream-$stream-p50]}" -v s=$stream \
+    'BEGIN {printf "stream=%-5s added p50 at c=1: %.3f ms\n", s, g - u}'
+done
+rows=$(DATABASE_URL=$DATABASE_URL "$PY" -c "
+import os, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'gateway_project.settings'); django.setup()
+from inference.models import Generation; print(Generation.objects.count())")
+echo "Generation rows written: $rows"
