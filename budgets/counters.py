@@ -16,7 +16,7 @@ by itself when a reservation is refused (before the 402 is final) and from `mana
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
@@ -187,6 +187,8 @@ def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: dateti
 
 def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:
     """Hold `amount_units` on the counter of every limit, or raise LimitExceeded (nothing held)."""
+    # A limit without an interval (a guardrail's null reset_interval) never resets.
+    limits = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
     pairs = _dedupe(limits, now)
     reaped = False
     for _attempt in range(3):

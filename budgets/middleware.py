@@ -12,12 +12,14 @@ import logging
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
+from budgets import counters
 from budgets.counters import Hold, LimitExceeded, spend_reserve, spend_settle, units_to_usd, usd_to_units
 from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.policy_cache import PolicyCache
+from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
 logger = logging.getLogger("gateway.budgets")
@@ -26,6 +28,12 @@ _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
 _reserve = sync_to_async(spend_reserve, thread_sensitive=True)
 _settle = sync_to_async(spend_settle, thread_sensitive=True)
+
+
+def clear_caches() -> None:
+    """Forget cached budgets and counter ids (tests: the database was reset under the process)."""
+    _workspace_limits.clear()
+    counters._counter_ids.clear()
 
 
 async def _candidates(ctx: Context) -> list[Candidate]:
@@ -103,7 +111,10 @@ class BudgetMiddleware:
 
     async def _settle(self, ctx: Context, hold: Hold) -> None:
         outcome = ctx.outcome
-        cost = outcome.cost if outcome.cost and outcome.cost > 0 else 0
+        cost = outcome.cost
+        if not cost and outcome.candidate is not None:  # cut short before the handler priced it: as accounting does
+            cost = compute_cost(outcome.candidate, outcome.usage)
+        cost = cost if cost and cost > 0 else 0
         settle = _settle(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
         try:
             # Shielded: a second cancellation must not leave the hold in place.

@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 
 from accounts.models import ApiKey
 from accounts.principal import Principal
-from budgets import counters
+from budgets.middleware import clear_caches
 from inference.pipeline.context import Candidate, Context
 
 
@@ -95,8 +95,8 @@ def run(middleware, ctx):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counter_cache():
-    # Test databases roll back: cached counter ids of one test do not exist in the next.
-    counters._counter_ids.clear()
+def _fresh_caches():
+    # Test databases roll back or are flushed: cached counter ids and budgets of one test are not the next's.
+    clear_caches()
     yield
-    counters._counter_ids.clear()
+    clear_caches()

@@ -191,6 +191,17 @@ def test_guardrail_limits_are_enforced(org):
     assert refused.value.message.startswith("Guardrail 'cap' limit of $0.1 exceeded")
 
 
+def test_guardrail_limit_without_interval_never_resets(org):
+    limit = SpendLimit(
+        scope="guardrail", scope_id="g2:key", name="Guardrail 'once'", limit_usd=Decimal("0.1"), interval=""
+    )
+    request(org, Upstream(cost="0.10"), spend_limits=[limit])
+    with pytest.raises(GatewayError) as refused:
+        request(org, Upstream(), spend_limits=[limit])
+    assert refused.value.metadata["budget"]["resets_at"] is None
+    assert SpendCounter.objects.get(scope="guardrail").interval == "lifetime"
+
+
 def test_a_refusal_by_one_limit_holds_nothing_on_the_others(org):
     budget(org, "daily", "5")
     ApiKey.objects.filter(hash=org.inference_hash).update(limit=Decimal("0.05"))
