@@ -21,7 +21,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from accounts import services as account_services  # noqa: E402
-from accounts.models import ApiKey, Organization  # noqa: E402
+from accounts.keys import hash_key  # noqa: E402
+from accounts.models import ApiKey  # noqa: E402
 from guardrails import services  # noqa: E402
 from guardrails.detectors import BUILTIN_SLUGS  # noqa: E402
 from guardrails.management.commands.bench_guardrails import REGEXES  # noqa: E402
@@ -47,8 +48,12 @@ def setup(base_url: str) -> None:
     print(account_services.api_key_create(organization=organization, name="bench").raw_key)
 
 
-def assign() -> None:
-    organization = Organization.objects.get(name="bench")
+def assign(raw_key: str | None) -> None:
+    if raw_key:
+        key = ApiKey.objects.get(hash=hash_key(raw_key))
+    else:
+        key = ApiKey.objects.get(organization__name="bench", name="bench")
+    organization = key.organization
     guardrail = services.guardrail_create(
         organization=organization,
         data={
@@ -57,10 +62,9 @@ def assign() -> None:
             "content_filters": [{"pattern": p, "action": "redact", "label": "[CUSTOM]"} for p in REGEXES],
         },
     )
-    key = ApiKey.objects.get(organization=organization, name="bench")
     services.guardrail_assign_keys(guardrail=guardrail, key_hashes=[key.hash])
     print(f"assigned {guardrail.id}")
 
 
 if __name__ == "__main__":
-    setup(sys.argv[2]) if sys.argv[1] == "setup" else assign()
+    setup(sys.argv[2]) if sys.argv[1] == "setup" else assign(sys.argv[2] if len(sys.argv) > 2 else None)
