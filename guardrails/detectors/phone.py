@@ -38,12 +38,37 @@ def _snippet_spans(snippet: str, offset: int) -> list[Span]:
     return []
 
 
+_DIGIT_GROUP = re.compile(r"\d+")
+
+
+# Past this many libphonenumber checks in one text, further phone-shaped runs count as phone numbers unchecked
+# (fail closed: a crafted text of thousands of digit runs costs bounded time and leaks nothing).
+MAX_CHECKS_PER_TEXT = 300
+
+
+def _phone_shaped(snippet: str) -> bool:
+    """7-15 digits (E.164 has at most 15) in groups of which at most one (a country or trunk code) is a single
+    digit, and either a group of 3+ digits or the 2-digit groups of a 10-11 digit number ("01 42 68 53 00"):
+    "1 1 1 1 1 1 1" or "(1) (2) (3)..." never reach libphonenumber, whose matcher costs about 0.1 ms a call."""
+    groups = [len(g) for g in _DIGIT_GROUP.findall(snippet)]
+    total = sum(groups)
+    if not 7 <= total <= 15 or groups.count(1) > 1:
+        return False
+    return max(groups) >= 3 or total in (10, 11)
+
+
 def find_phone_numbers(text: str) -> list[Span]:
     if digit_count(text) < 7:
         return []
     spans: list[Span] = []
+    checks = 0
     for m in _CANDIDATE.finditer(text):
-        if 7 <= digit_count(m.group()) <= 15:  # E.164 numbers have at most 15 digits
+        if not _phone_shaped(m.group()):
+            continue
+        checks += 1
+        if checks > MAX_CHECKS_PER_TEXT:
+            spans.append(m.span())
+        else:
             spans.extend(_snippet_spans(m.group(), m.start()))
     return _without_nested(spans)
 

@@ -8,6 +8,7 @@ and evaluated once. Print the table with `pytest tests/guardrails/test_detector_
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -86,3 +87,32 @@ def test_precision_and_recall_per_detector(corpus):
 )
 def test_detector_edges(slug, text, found):
     assert bool(DETECTORS[slug](text)) is found
+
+
+ADVERSARIAL = {
+    "digit singles": "1 " * 20000,
+    "bracketed digits": "(1) " * 20000,
+    "phone after phone": "415 555 2671, " * 5000,
+    "at signs": "x@" + "a." * 20000,
+    "colons": ":" * 40000,
+    "capitalized words": "Aa " * 20000,
+    "honorifics": "Mr " * 20000,
+    "street-like": "12 Main " * 10000,
+    "injection phrases": "ignore all " * 10000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_detectors_stay_linear_on_adversarial_text(name):
+    text = ADVERSARIAL[name]
+    started = time.process_time()
+    for detect in DETECTORS.values():
+        detect(text)
+    assert time.process_time() - started < 3.0  # CPU seconds for every detector on 40-110 KB
+
+
+def test_phone_checks_are_bounded_and_fail_closed():
+    from guardrails.detectors.phone import MAX_CHECKS_PER_TEXT
+
+    text = "call 415 555 2671 now, " * (MAX_CHECKS_PER_TEXT + 50)
+    assert len(DETECTORS["phone"](text)) == MAX_CHECKS_PER_TEXT + 50
