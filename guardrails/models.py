@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 LIST_FIELDS = ("allowed_models", "allowed_providers", "ignored_models", "ignored_providers")
@@ -73,6 +74,14 @@ class Guardrail(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The API's rules for rows edited elsewhere (the Django admin): the data plane trusts stored rows."""
+        from guardrails.validation import guardrail_row_errors
+
+        errors = guardrail_row_errors(self)
+        if errors:
+            raise ValidationError(errors)
 
 
 class GuardrailKeyAssignment(models.Model):

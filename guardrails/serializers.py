@@ -8,9 +8,8 @@ from gateway_project.api.serializers import GatewayModelSerializer
 from guardrails.detectors import BUILTIN_SLUGS, LABELS
 from guardrails.models import ZDR_FIELDS, Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment, ResetInterval
 from guardrails.regex import InvalidPattern, compile_pattern
+from guardrails.validation import ACTIONS, REGIONS
 
-REGIONS = ("global", "europe", "us")
-ACTIONS = ("block", "redact", "flag")
 SCAN_SCOPES = ("user_only", "all_messages")
 
 

@@ -216,3 +216,24 @@ def test_default_guardrail_cannot_be_assigned_and_can_be_deleted(api, org):
     assert api.delete(url).json() == {"deleted": True}
     assert api.get(url).status_code == 404
     assert api.patch(url, {}, format="json").json()["data"]["enforce_zdr_other"] is False
+
+
+def test_django_admin_lists_and_refuses_an_invalid_guardrail(org, client):
+    org.admin.is_staff = org.admin.is_superuser = True
+    org.admin.save()
+    client.force_login(org.admin)
+    for model in ("guardrail", "guardrailkeyassignment", "guardrailmemberassignment"):
+        assert client.get(f"/admin/guardrails/{model}/").status_code == 200, model
+    form = {
+        "organization": str(org.organization.id), "workspace": str(org.workspace.id), "name": "from admin",
+        "content_filters": '[{"pattern": "(?<=x)y", "action": "block"}]', "allowed_models": "[]",
+        "key_assignments-TOTAL_FORMS": "0", "key_assignments-INITIAL_FORMS": "0",
+        "member_assignments-TOTAL_FORMS": "0", "member_assignments-INITIAL_FORMS": "0",
+    }  # fmt: skip
+    response = client.post("/admin/guardrails/guardrail/add/", form)
+    assert response.status_code == 200  # the form again, with errors
+    assert "invalid regular expression" in response.content.decode()
+    assert "must be null or a non-empty list" in response.content.decode()
+    from guardrails.models import Guardrail
+
+    assert not Guardrail.objects.exists()
