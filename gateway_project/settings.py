@@ -148,6 +148,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     default=[
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
+        "presets.middleware.PresetMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",

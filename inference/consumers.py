@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +21,7 @@ from django.conf import settings
 from gateway_project.api.errors import GatewayError
 from inference.pipeline.context import Context
 from inference.pipeline.runner import build_chain
-from inference.response import service_metadata
+from inference.response import new_uuid, service_metadata
 from inference.schema import parse_body
 
 logger = logging.getLogger("gateway.inference")
@@ -117,7 +116,7 @@ class ResponsesConsumer:
 
     async def _call(self, scope, receive, send) -> None:
         started = time.perf_counter()
-        request_id = uuid.uuid4().hex
+        request_id = str(new_uuid())
         responder = Responder(send, request_id)
         if scope["method"] != "POST":
             error = GatewayError(405, f'Method "{scope["method"]}" not allowed', headers={"Allow": "POST"})
@@ -140,7 +139,7 @@ class ResponsesConsumer:
             await responder.error(error, None)
             return
         ctx = Context(
-            request_id=str(uuid.UUID(request_id)),
+            request_id=request_id,
             created_at=datetime.now(UTC),
             started=started,
             method="POST",
@@ -158,21 +157,25 @@ class ResponsesConsumer:
 
     async def _serve(self, ctx: Context, responder: Responder, receive) -> None:
         work = asyncio.ensure_future(self._run(ctx, responder))
-        while True:
-            listener = asyncio.ensure_future(receive())
-            await asyncio.wait((work, listener), return_when=asyncio.FIRST_COMPLETED)
-            if work.done():
-                listener.cancel()
-                return work.result()
-            message = listener.result()
-            if message["type"] == "http.disconnect":
-                if not responder.complete:
-                    work.cancel()
-                try:
-                    await work
-                except asyncio.CancelledError:
-                    pass
-                return None
+        listener = asyncio.ensure_future(receive())
+        disconnected = False
+
+        def on_message(future: asyncio.Future) -> None:
+            nonlocal disconnected
+            if future.cancelled() or future.exception() is not None:
+                return
+            if future.result()["type"] == "http.disconnect" and not responder.complete and not work.done():
+                disconnected = True
+                work.cancel()
+
+        listener.add_done_callback(on_message)
+        try:
+            await work
+        except asyncio.CancelledError:
+            if not disconnected:
+                raise
+        finally:
+            listener.cancel()
 
     async def _run(self, ctx: Context, responder: Responder) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from decimal import Decimal
@@ -143,5 +144,13 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str, st
     }
 
 
+_random = random.Random()  # seeded from os.urandom; ids need uniqueness, not secrecy
+
+
+def new_uuid() -> uuid.UUID:
+    """A version-4 UUID without a system call per id (os.urandom releases the GIL on every call)."""
+    return uuid.UUID(int=_random.getrandbits(128), version=4)
+
+
 def new_item_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    return f"{prefix}_{_random.getrandbits(128):032x}"
