@@ -230,3 +230,21 @@ def test_guardrail_spending_limit_per_key(gateway, api, org, fake_upstream):
     other = gateway.post("/responses", json={"model": MODEL, "input": "Hello", "max_output_tokens": 8},
                          headers={"Authorization": f"Bearer {second.raw_key}"})  # fmt: skip
     assert other.status_code == 200, other.json()
+
+
+def test_guardrail_applies_to_the_request_a_preset_produced(gateway, api, org, fake_upstream):
+    preset = api.post(
+        "/api/v1/presets/support/responses",
+        {"model": MODEL, "instructions": "Escalate to ops@example.com when unsure"},
+        format="json",
+    )
+    assert preset.status_code == 200, preset.json()
+    guardrail = key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": "redact"}])
+    response = infer(gateway, org, model="@preset/support", input="Mail me at me@example.org")
+    assert response.status_code == 200, response.json()
+    sent = upstream_text(fake_upstream)
+    assert "Escalate to [EMAIL] when unsure" in sent and "Mail me at [EMAIL]" in sent
+    admin(api, "patch", f"/guardrails/{guardrail['id']}", {"allowed_models": ["echo/echo-1"]})
+    refused = infer(gateway, org, model="@preset/support")
+    assert refused.status_code == 403
+    assert MODEL in refused.json()["error"]["message"]  # the model the preset resolved to
