@@ -31,10 +31,14 @@ def gateway(transactional_db, gateway_server, fake_upstream, org, monkeypatch):
 
 
 def infer(client, org, body=None, headers=None, **fields):
+    """POST /responses, then wait until the gateway has written its accounting (the test database is SQLite
+    in memory, where a write racing the gateway's Generation write fails instead of waiting)."""
     payload = body or {"model": MODEL, "input": "Hello", **fields}
-    return client.post(
+    response = client.post(
         "/responses", json=payload, headers={"Authorization": f"Bearer {org.inference_key}", **(headers or {})}
     )
+    wait_idle()
+    return response
 
 
 def admin(api, method, path, body=None):
@@ -219,7 +223,6 @@ def test_guardrail_spending_limit_per_key(gateway, api, org, fake_upstream):
     statuses = []
     for _ in range(6):
         statuses.append(infer(gateway, org, max_output_tokens=8).status_code)
-        wait_idle()
         if statuses[-1] == 402:
             break
     assert statuses[0] == 200 and statuses[-1] == 402, statuses
