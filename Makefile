@@ -4,6 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
+# Seconds in-flight requests (streams) may take to finish after SIGTERM (docs/performance.md).
+GRACEFUL_TIMEOUT ?= 30
 
 .PHONY: run test lint serve worker migrate bootstrap clean
 
@@ -42,7 +44,7 @@ run: $(VENV)/.runtime-installed .env env-encryption-key
 	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
 	$(PY) manage.py run_observability_worker & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
+	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan on --timeout-graceful-shutdown $(GRACEFUL_TIMEOUT)
 
 worker: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py run_observability_worker

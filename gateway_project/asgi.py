@@ -1,6 +1,7 @@
 """ASGI entry point: the data plane's Channels consumers first, Django (management plane, admin) for the rest.
 
-Serve with `uvicorn gateway_project.asgi:application` (production) or daphne via `runserver`.
+Serve with `uvicorn gateway_project.asgi:application --lifespan on --timeout-graceful-shutdown 30` (production;
+see docs/performance.md) or daphne via `runserver`.
 """
 
 import os
@@ -21,10 +22,13 @@ if _startup_errors:
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from gateway_project.lifespan import lifespan  # noqa: E402
 from inference.asgi_routes import http_routes  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": URLRouter([*http_routes, re_path(r"", django_asgi_app)]),
+        # Serve with `--lifespan on`: shutdown waits for the accounting of cut requests (gateway_project/lifespan.py).
+        "lifespan": lifespan,
     }
 )

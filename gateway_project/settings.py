@@ -170,6 +170,10 @@ GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", defau
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=20)
 
+# At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
+# --timeout-graceful-shutdown, for cancelled requests to write their accounting.
+GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
+
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
