@@ -48,6 +48,7 @@ class Stack:
     chunk_ms: int = 0
     uvicorn_args: list[str] = field(default_factory=list)
     pin: bool = False  # taskset: other benchmarks on a shared machine pin to the same cores
+    policies: bool = False  # guardrail, workspace budget and key limit on the key (bench/policies.py)
     key: str = ""
     upstream: subprocess.Popen | None = None
     gateway: subprocess.Popen | None = None
@@ -88,6 +89,9 @@ class Stack:
             [PY, str(ROOT / "bench" / "prepare.py")], env=self.env, check=True, capture_output=True, text=True
         )
         self.key = out.stdout.strip().splitlines()[-1]
+        if self.policies:
+            policies = [PY, str(ROOT / "bench" / "policies.py"), self.key]
+            subprocess.run(policies, env=self.env, check=True, capture_output=True, text=True)
         self.start_gateway()
         return self
 

@@ -4,7 +4,8 @@
         .venv/bin/python bench/soak.py --minutes 10 --rate 40
 
 An open-loop asyncio client starts `rate` requests a second (half JSON, half streamed with 20 chunks;
-at most 256 in flight, so the client stays bounded) through the full middleware chain (bench/loadkit.Stack).
+at most 256 in flight, so the client stays bounded) through the full middleware chain with a guardrail, a
+workspace budget and a key limit on the key (bench/loadkit.Stack, bench/policies.py).
 Every `--every` seconds it samples the gateway's RSS, open file descriptors and TCP sockets (psutil) and,
 on PostgreSQL, the database's connections (pg_stat_activity). Writes bench/soak.csv and bench/soak.png and
 prints the growth check: RSS, descriptors and database connections in the last minute against the second
@@ -181,7 +182,7 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=5, help="seconds between samples")
     parser.add_argument("--out", default=str(HERE / "soak"), help="path prefix of the .csv and .png")
     args = parser.parse_args()
-    with Stack(chunks=20, chunk_ms=0) as stack:
+    with Stack(chunks=20, chunk_ms=0, policies=True) as stack:
         rows = asyncio.run(soak(stack, args.minutes, args.rate, args.every))
         db = "PostgreSQL" if stack.env["DATABASE_URL"].startswith("postgres") else "SQLite"
     with open(f"{args.out}.csv", "w", newline="") as f:

@@ -1,0 +1,38 @@
+"""Turn every policy of the data plane on for the benchmark key (run after bench/prepare.py, same DATABASE_URL).
+
+    .venv/bin/python bench/policies.py <raw key>
+
+Assigns the guardrail of bench/guardrails_prepare.py (all built-in detectors and five regexes, redacting),
+a daily workspace budget of 1,000 USD and a key credit limit of 1,000 USD, so that the guardrail, budget and
+key-limit checks all run on every request (none of them refuses: the limits are far away).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
+
+from guardrails_prepare import assign
+
+from accounts.keys import hash_key
+from accounts.models import ApiKey
+from budgets.services import budget_put
+
+
+def main(raw_key: str) -> None:
+    assign(raw_key)
+    key = ApiKey.objects.get(hash=hash_key(raw_key))
+    key.limit = Decimal("1000")
+    key.save(update_fields=["limit"])
+    budget_put(workspace=key.workspace, interval="daily", limit_usd=Decimal("1000"))
+    print("policies on")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
