@@ -7,8 +7,9 @@ Starts the fake upstream and one gateway worker (bench/loadkit.Stack) with a gua
 detectors and five regexes), a workspace budget and a key limit on the key (bench/policies.py), drives it
 with wrk and samples the gateway with `py-spy record --nonblocking` (raw collapsed stacks, 200 samples/s
 of every thread that is not idle, database threads waiting on I/O included; with --gil only the thread holding
-the GIL, i.e. where the worker's CPU goes). Prints requests/s, the top functions by own ("self") time and the project's functions by
-inclusive time, as shares of the busy samples. Raw stacks are kept in /tmp/gateway-profile-<mode>.txt.
+the GIL, i.e. where the worker's CPU goes). Prints requests/s, the top functions by own ("self") time and
+the project's functions by inclusive time, as shares of the busy samples. Raw stacks are kept in
+/tmp/gateway-profile-<mode>.txt.
 """
 
 from __future__ import annotations
@@ -38,9 +39,8 @@ def wrk_script(key: str, stream: str) -> str:
         f'wrk.headers["Authorization"]="Bearer {key}"',
         f"wrk.body=[[{body}]]",
     ]
-    f = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
-    f.write("\n".join(lines) + "\n")
-    f.close()
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
     return f.name
 
 
@@ -86,8 +86,22 @@ def profile(stack: Stack, stream: str, seconds: int, top: int, gil: list[str]) -
     wrk(stack.url, script, 3, 16)  # warm-up
     raw = Path(f"/tmp/gateway-profile-{'stream' if stream == 'true' else 'json'}.txt")
     spy = subprocess.Popen(
-        [str(Path(PY).parent / "py-spy"), "record", "--pid", str(stack.gateway.pid), "--rate", "200", *gil]
-        + ["--nonblocking", "--duration", str(seconds), "--format", "raw", "--output", str(raw)],
+        [
+            str(Path(PY).parent / "py-spy"),
+            "record",
+            "--pid",
+            str(stack.gateway.pid),
+            "--rate",
+            "200",
+            *gil,
+            "--nonblocking",
+            "--duration",
+            str(seconds),
+            "--format",
+            "raw",
+            "--output",
+            str(raw),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
