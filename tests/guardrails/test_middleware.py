@@ -311,3 +311,15 @@ def test_several_custom_patterns_each_apply_where_they_match(org):
     assert ctx.body["instructions"] == "see [TICKET]"
     assert ctx.pipeline[0]["data"]["patterns"] == ["[ACCT]", "[CODENAME]", "[TICKET]"]
     assert ctx.pipeline[0]["summary"] == "redacted 2, flagged 1 pattern(s)"
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [("eu1.gw.test", "europe"), ("EU2.gw.test:443", "europe"), ("us.gw.test", "us"), ("[::1]:8000", "global"),
+     ("", "global"), ("eu1.gw.test.evil.com", "global")],
+)  # fmt: skip
+def test_region_for_host(host, region):
+    from guardrails.middleware import region_for_host
+
+    with override_settings(GATEWAY_REGION_HOSTS={"europe": "eu1.gw.test;eu2.gw.test", "us": "us.gw.test"}):
+        assert region_for_host(host) == region
