@@ -39,7 +39,13 @@ run: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py bootstrap
 	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
+	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
+	$(PY) manage.py run_observability_worker & worker=$$!; \
+	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan off
+
+worker: $(VENV)/.runtime-installed .env env-encryption-key
+	$(PY) manage.py run_observability_worker
 
 test: $(VENV)/.dev-installed .env
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,1 +1,116 @@
-"""Models of the observability app."""
+"""Observability destinations and the durable outbox of trace deliveries."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.db import models
+
+from gateway_project.encryption import decrypt_secret, encrypt_secret
+from observability.types import TYPE_CHOICES, TYPE_SPECS
+
+MAX_DESTINATIONS_PER_TYPE = 5
+
+
+class Destination(models.Model):
+    """Where the traces of a workspace's generations are forwarded (Langfuse, an OTLP collector, a webhook...).
+
+    `config` holds the non-secret config values; the secret ones (and every custom header value) are kept
+    encrypted in `secret_config` (a Fernet token of a JSON object). `full_config()` merges them back.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="destinations")
+    name = models.CharField(max_length=255)
+    type = models.CharField(max_length=32, choices=[(t, t) for t in TYPE_CHOICES])
+    config = models.JSONField(default=dict, blank=True)
+    secret_config = models.TextField(blank=True, default="", help_text="Encrypted JSON of the secret config values")
+    enabled = models.BooleanField(default=True)
+    api_key_hashes = models.JSONField(null=True, blank=True)
+    broadcast_generation_cost = models.BooleanField(default=False)
+    broadcast_generation_identity = models.BooleanField(default=False)
+    broadcast_generation_request_context = models.BooleanField(default=False)
+    filter_rules = models.JSONField(null=True, blank=True)
+    privacy_mode = models.BooleanField(default=False)
+    sampling_rate = models.FloatField(default=1.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Soft delete: set by DELETE")
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["workspace", "deleted_at"], name="destination_workspace_live")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(sampling_rate__gte=0.0001) & models.Q(sampling_rate__lte=1),
+                name="destination_sampling_rate_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.type})"
+
+    def secret_values(self) -> dict:
+        return json.loads(decrypt_secret(self.secret_config)) if self.secret_config else {}
+
+    def full_config(self) -> dict:
+        """The config with its secret values decrypted (for delivery only, never for responses)."""
+        merged = dict(self.config)
+        secrets = self.secret_values()
+        headers = {**merged.get("headers", {}), **secrets.pop("headers", {})}
+        merged.update(secrets)
+        if headers:
+            merged["headers"] = headers
+        return merged
+
+    def set_full_config(self, config: dict) -> None:
+        """Split `config` into the plain part and the encrypted secret part."""
+        spec = TYPE_SPECS[self.type]
+        plain = {k: v for k, v in config.items() if k not in spec.secrets and k != "headers" and v is not None}
+        secrets = {k: v for k, v in config.items() if k in spec.secrets and v is not None}
+        if config.get("headers"):
+            secrets["headers"] = dict(config["headers"])
+        self.config = plain
+        self.secret_config = encrypt_secret(json.dumps(secrets)) if secrets else ""
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    DEAD = "dead", "Dead"
+
+
+class OutboxEntry(models.Model):
+    """One trace to deliver to one destination, written in the same transaction as its Generation row.
+
+    `payload` is the trace snapshot taken at write time (privacy mode and broadcast flags already applied);
+    the worker turns it into the destination's wire format at delivery time. A worker claims a row by
+    setting `claim_token` and pushing `next_attempt_at` past its lease, so a crashed worker's rows come back.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="outbox")
+    generation_id = models.UUIDField(db_index=True)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    claim_token = models.UUIDField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name = "outbox entry"
+        verbose_name_plural = "outbox entries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="outbox_due")]
+        constraints = [
+            models.UniqueConstraint(fields=["generation_id", "destination"], name="outbox_one_per_generation"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.destination_id} {self.generation_id} {self.status}"

@@ -20,6 +20,7 @@ from gateway_project.api.errors import GatewayError, error_envelope
 logger = logging.getLogger("gateway.errors")
 
 API_PREFIX = "/api/"
+SCIM_CONTENT_TYPE = "application/scim+json"
 
 
 def envelope_response(error: GatewayError) -> JsonResponse:
@@ -66,7 +67,10 @@ class ErrorEnvelopeMiddleware:
 
     @staticmethod
     def _is_json(response: HttpResponse) -> bool:
-        if not response.get("Content-Type", "").startswith("application/json"):
+        content_type = response.get("Content-Type", "")
+        if content_type.startswith(SCIM_CONTENT_TYPE):
+            return True
+        if not content_type.startswith("application/json"):
             return False
         if getattr(response, "streaming", False):
             return True

@@ -1,0 +1,228 @@
+"""Atomic spend counters: reserve a request's worst-case cost against every limit, settle to the actual cost.
+
+Every limit (workspace budget interval, key limit, guardrail limit) maps to one `SpendCounter` row per period.
+A reservation adds the request's worst-case cost to `reserved_units` of each row with one conditional
+UPDATE per row (`... WHERE spent + reserved + amount <= limit`), all in one transaction: either every
+counter accepted the hold or none did. PostgreSQL re-evaluates the WHERE clause after waiting for a
+concurrent writer's row lock, and SQLite runs one writer at a time, so the check and the increment are one
+atomic step on both, across processes and replicas. Rows are always locked in ascending id order (no
+deadlocks). Settling removes the hold and adds the actual cost.
+
+A `SpendReservation` row records each hold. When a process dies mid-request its hold stays until
+`expires_at` (settings.GATEWAY_BUDGET_RESERVATION_TTL); `reservations_reap` then releases it. Reaping runs
+by itself when a reservation is refused (before the 402 is final) and from `manage.py budgets_reap`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import DecimalField, Q, Sum, Value
+from django.db.models.functions import Coalesce
+
+from budgets import counter_sql as sql
+from budgets.models import UNITS_PER_USD, SpendCounter, SpendReservation
+from gateway_project.periods import period_end, period_start
+from inference.pipeline.context import SpendLimit
+
+_counter_ids: dict[tuple, int] = {}
+_MAX_CACHED_COUNTERS = 100_000
+
+
+def usd_to_units(amount: Decimal, *, round_up: bool = True) -> int:
+    """USD → integer units of 1e-10 USD (costs round up, limits round down: both err on the safe side)."""
+    rounding = ROUND_CEILING if round_up else ROUND_FLOOR
+    return int((Decimal(amount) * UNITS_PER_USD).to_integral_value(rounding=rounding))
+
+
+def units_to_usd(units: int) -> Decimal:
+    return Decimal(units) / UNITS_PER_USD
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A request's reservation, kept in ctx.reservation until it is settled."""
+
+    reservation_id: uuid.UUID
+    counter_ids: tuple[int, ...]
+    amount_units: int
+
+
+class LimitExceeded(Exception):
+    """A limit that cannot take the request's worst-case cost."""
+
+    def __init__(
+        self, *, limit: SpendLimit, spent_units: int, reserved_units: int, amount_units: int, resets_at: datetime | None
+    ) -> None:
+        super().__init__(limit.name)
+        self.limit = limit
+        self.spent_units = spent_units
+        self.reserved_units = reserved_units
+        self.amount_units = amount_units
+        self.resets_at = resets_at
+
+
+def counter_key(limit: SpendLimit, now: datetime) -> tuple[str, str, str, datetime]:
+    return (limit.scope, limit.scope_id, limit.interval, period_start(limit.interval, now))
+
+
+def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendLimit]]:
+    """One check per counter; when two limits share a counter the lower limit wins."""
+    chosen: dict[tuple, SpendLimit] = {}
+    for limit in limits:
+        key = counter_key(limit, now)
+        if key not in chosen or limit.limit_usd < chosen[key].limit_usd:
+            chosen[key] = limit
+    return list(chosen.items())
+
+
+def _generations_of(scope: str, scope_id: str):
+    """The Generation rows whose spend a counter of this scope counts, or None when they cannot be told."""
+    from inference.models import Generation
+
+    if scope == "workspace":
+        return Generation.objects.filter(workspace_id=scope_id)
+    if scope == "api-key":
+        return Generation.objects.filter(key_hash=scope_id)
+    if scope == "guardrail":  # "<guardrail id>:key:<key hash>" or "<guardrail id>:user:<user id>"
+        _, _, subject = scope_id.partition(":")
+        kind, _, value = subject.partition(":")
+        if kind == "key" and value:
+            return Generation.objects.filter(key_hash=value)
+        if kind == "user" and value:
+            return Generation.objects.filter(user_id=value)
+    return None
+
+
+def _initial_spend(key: tuple) -> tuple[int, int]:
+    """Spend already recorded in the period before the counter existed (a limit added mid-period)."""
+    scope, scope_id, _interval, start = key
+    rows = _generations_of(scope, scope_id)
+    if rows is None:
+        return 0, 0
+    zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
+    totals = rows.filter(created_at__gte=start).aggregate(
+        platform=Coalesce(Sum("cost", filter=Q(is_byok=False)), zero),
+        byok=Coalesce(Sum("cost", filter=Q(is_byok=True)), zero),
+    )
+    return usd_to_units(totals["platform"]), usd_to_units(totals["byok"])
+
+
+def _lookup(keys: list[tuple]) -> None:
+    query = Q()
+    for scope, scope_id, interval, start in keys:
+        query |= Q(scope=scope, scope_id=scope_id, interval=interval, period_start=start)
+    for c in SpendCounter.objects.filter(query).only("id", "scope", "scope_id", "interval", "period_start"):
+        _counter_ids[(c.scope, c.scope_id, c.interval, c.period_start)] = c.id
+
+
+def _ensure_counters(keys: list[tuple]) -> list[int]:
+    """Ids of the counter rows of `keys`, creating the missing ones (ids cached in-process)."""
+    missing = [k for k in keys if k not in _counter_ids]
+    if missing and len(_counter_ids) > _MAX_CACHED_COUNTERS:  # ids of past periods pile up otherwise
+        _counter_ids.clear()
+        missing = list(keys)
+    if missing:
+        _lookup(missing)
+        absent = [k for k in missing if k not in _counter_ids]
+        if absent:
+            rows = []
+            for key in absent:
+                spent, byok_spent = _initial_spend(key)
+                rows.append(
+                    SpendCounter(
+                        scope=key[0],
+                        scope_id=key[1],
+                        interval=key[2],
+                        period_start=key[3],
+                        spent_units=spent,
+                        byok_spent_units=byok_spent,
+                    )
+                )
+            SpendCounter.objects.bulk_create(rows, ignore_conflicts=True)
+            _lookup(absent)
+    return [_counter_ids[k] for k in keys]
+
+
+class _Refused(Exception):
+    def __init__(self, counter_id: int, limit: SpendLimit) -> None:
+        self.counter_id = counter_id
+        self.limit = limit
+
+
+def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
+    ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
+    checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.fast_commit(cursor)
+        for counter_id, limit in checks:
+            limit_units = usd_to_units(limit.limit_usd, round_up=False)
+            if not sql.hold(
+                cursor, counter_id=counter_id, amount=amount, limit_units=limit_units, include_byok=limit.include_byok
+            ):
+                raise _Refused(counter_id, limit)
+        ids = tuple(counter_id for counter_id, _ in checks)
+        reservation_id = sql.insert_reservation(
+            cursor, request_id=request_id, amount=amount, counter_ids=list(ids), now=now, expires_at=now + ttl
+        )
+    return Hold(reservation_id=reservation_id, counter_ids=ids, amount_units=amount)
+
+
+def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:
+    """Hold `amount_units` on the counter of every limit, or raise LimitExceeded (nothing held)."""
+    # A limit without an interval (a guardrail's null reset_interval) never resets.
+    limits = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
+    pairs = _dedupe(limits, now)
+    reaped = False
+    for _attempt in range(3):
+        ids = _ensure_counters([key for key, _ in pairs])
+        checks = [(counter_id, limit) for counter_id, (_, limit) in zip(ids, pairs, strict=True)]
+        try:
+            return _reserve_once(checks, amount_units, now, request_id)
+        except _Refused as refused:
+            row = SpendCounter.objects.filter(id=refused.counter_id).first()
+            if row is None:  # the cached id is stale (rows removed by an operator): look the rows up again
+                _counter_ids.clear()
+                continue
+            if not reaped and reservations_reap(now=now):
+                reaped = True
+                continue
+            spent = row.spent_units + (row.byok_spent_units if refused.limit.include_byok else 0)
+            raise LimitExceeded(
+                limit=refused.limit,
+                spent_units=spent,
+                reserved_units=row.reserved_units,
+                amount_units=amount_units,
+                resets_at=period_end(refused.limit.interval, now),
+            )
+    raise RuntimeError("spend counters could not be resolved")
+
+
+def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
+    """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
+    column = "byok_spent_units" if is_byok else "spent_units"
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.fast_commit(cursor)
+        release = hold.amount_units if sql.delete_reservation(cursor, hold.reservation_id) else 0
+        for counter_id in hold.counter_ids:  # ascending, like reservations
+            sql.apply(cursor, counter_id=counter_id, release=release, cost=cost_units, cost_column=column)
+
+
+def reservations_reap(*, now: datetime, batch: int = 500) -> int:
+    """Release the holds whose request never settled (its process died); returns how many were released."""
+    expired = list(
+        SpendReservation.objects.filter(expires_at__lte=now).values_list("id", "amount_units", "counter_ids")[:batch]
+    )
+    released = 0
+    for reservation_id, amount, counter_ids in expired:
+        with transaction.atomic(), connection.cursor() as cursor:
+            if sql.delete_reservation(cursor, reservation_id):
+                for counter_id in sorted(counter_ids):
+                    sql.apply(cursor, counter_id=counter_id, release=amount, cost=0, cost_column="spent_units")
+                released += 1
+    return released

@@ -1,0 +1,274 @@
+"""Writes of the observability app: destinations (create, update, soft delete) and outbox rows."""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+
+import orjson
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accounts.models import ApiKey, Organization, Workspace
+from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.encryption import EncryptionNotConfigured, mask_secret
+from observability.filters import FilterRulesError, validate_filter_rules
+from observability.models import MAX_DESTINATIONS_PER_TYPE, DeliveryStatus, Destination, OutboxEntry
+from observability.payload import base_trace, sampled, trace_for
+from observability.selectors import workspace_routes
+from observability.types import TYPE_SPECS, validate_config
+
+logger = logging.getLogger("gateway.observability")
+
+KEY_HASH = re.compile(r"^[a-f0-9]{64}$")
+MAX_KEY_HASHES = 1000
+PLAIN_FIELDS = (
+    "name",
+    "enabled",
+    "broadcast_generation_cost",
+    "broadcast_generation_identity",
+    "broadcast_generation_request_context",
+    "privacy_mode",
+    "sampling_rate",
+)
+
+
+def _check_config(type_: str, config: dict) -> None:
+    problems = validate_config(type_, config)
+    if problems:
+        raise validation_error(*problems[0])
+
+
+def _check_key_hashes(organization_id, hashes: list[str] | None) -> list[str] | None:
+    if hashes is None:
+        return None
+    if not hashes:
+        raise validation_error("api_key_hashes", "must contain at least 1 element, or be null for all keys")
+    if len(hashes) > MAX_KEY_HASHES:
+        raise validation_error("api_key_hashes", f"must contain at most {MAX_KEY_HASHES} elements")
+    for value in hashes:
+        if not isinstance(value, str) or not KEY_HASH.match(value):
+            raise validation_error("api_key_hashes", f"'{value}' is not a key hash (64 lowercase hex characters)")
+    unique = list(dict.fromkeys(hashes))
+    known = set(ApiKey.objects.filter(organization_id=organization_id, hash__in=unique).values_list("hash", flat=True))
+    unknown = [h for h in unique if h not in known]
+    if unknown:
+        raise validation_error("api_key_hashes", f"unknown API key hash '{unknown[0]}'")
+    return unique
+
+
+def _check_filter_rules(rules):
+    try:
+        return validate_filter_rules(rules)
+    except FilterRulesError as exc:
+        raise validation_error(exc.field, exc.message) from None
+
+
+def _check_type_limit(workspace: Workspace, type_: str) -> None:
+    Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+    count = Destination.objects.filter(workspace=workspace, type=type_, deleted_at__isnull=True).count()
+    if count >= MAX_DESTINATIONS_PER_TYPE:
+        raise GatewayError(
+            409,
+            f"At most {MAX_DESTINATIONS_PER_TYPE} destinations of type '{type_}' per workspace",
+            metadata={"type": type_, "limit": MAX_DESTINATIONS_PER_TYPE},
+        )
+
+
+def _resolve_workspace(organization: Organization, workspace_id) -> Workspace:
+    if workspace_id:
+        from accounts.selectors import workspace_get
+
+        try:
+            return workspace_get(organization_id=organization.id, id_or_slug=workspace_id)
+        except GatewayError:
+            raise validation_error("workspace_id", f"unknown workspace '{workspace_id}'") from None
+    if organization.default_workspace_id is None:
+        raise validation_error("workspace_id", "is required: the organization has no default workspace")
+    return organization.default_workspace
+
+
+@transaction.atomic
+def destination_create(*, organization: Organization, data: dict) -> Destination:
+    """Create a destination from validated request data (config checked for its type, limits enforced)."""
+    type_ = data["type"]
+    config = data.get("config") or {}
+    _check_config(type_, config)
+    workspace = _resolve_workspace(organization, data.get("workspace_id"))
+    destination = Destination(organization=organization, workspace=workspace, type=type_)
+    for name in PLAIN_FIELDS:
+        if name in data:
+            setattr(destination, name, data[name])
+    destination.api_key_hashes = _check_key_hashes(organization.id, data.get("api_key_hashes"))
+    destination.filter_rules = _check_filter_rules(data.get("filter_rules"))
+    _store_config(destination, config)
+    _check_type_limit(workspace, type_)
+    destination.save()
+    return destination
+
+
+def _store_config(destination: Destination, config: dict) -> None:
+    try:
+        destination.set_full_config(config)
+    except EncryptionNotConfigured:
+        logger.error("destination secrets cannot be encrypted: GATEWAY_BYOK_ENCRYPTION_KEYS is not set")
+        raise GatewayError(500, "Destination secrets cannot be stored: encryption keys are not configured") from None
+
+
+def _merge_config(destination: Destination, patch: dict) -> dict:
+    """Stored config updated by a partial one: masked secrets and absent keys keep their stored value."""
+    spec = TYPE_SPECS[destination.type]
+    stored = destination.full_config()
+    merged = dict(stored)
+    for key, value in patch.items():
+        if key == "headers" and isinstance(value, dict):
+            old = stored.get("headers", {})
+            merged["headers"] = {
+                n: old[n] if n in old and isinstance(v, str) and v == mask_secret(old[n]) else v
+                for n, v in value.items()
+            }
+        elif key in spec.secrets and key in stored and isinstance(value, str) and value == mask_secret(stored[key]):
+            continue
+        elif value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+@transaction.atomic
+def destination_update(*, destination: Destination, data: dict) -> Destination:
+    """Apply a PATCH: only the members present change; null clears `api_key_hashes` and `filter_rules`."""
+    if "config" in data:
+        config = data["config"] or {}
+        problems = validate_config(destination.type, config, partial=True)
+        if problems:
+            raise validation_error(*problems[0])
+        merged = _merge_config(destination, config)
+        _check_config(destination.type, merged)
+        _store_config(destination, merged)
+    for name in PLAIN_FIELDS:
+        if name in data:
+            setattr(destination, name, data[name])
+    if "api_key_hashes" in data:
+        destination.api_key_hashes = _check_key_hashes(destination.organization_id, data["api_key_hashes"])
+    if "filter_rules" in data:
+        destination.filter_rules = _check_filter_rules(data["filter_rules"])
+    destination.save()
+    return destination
+
+
+def destination_delete(*, destination: Destination) -> None:
+    """Soft delete: the row stays (its outbox history too) but is no longer listed, matched or delivered to."""
+    destination.deleted_at = timezone.now()
+    destination.enabled = False
+    destination.save(update_fields=["deleted_at", "enabled", "updated_at"])
+
+
+_OUTBOX_COLUMNS = (
+    "id",
+    "destination_id",
+    "generation_id",
+    "payload",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "last_error",
+    "created_at",
+)
+
+
+# A JSON `\u0000` escape (preceded by an even number of backslashes): PostgreSQL's jsonb rejects it.
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def _json_text(payload: dict) -> str:
+    """The payload as JSON text, without NUL characters (one in a prompt must not fail the Generation write)."""
+    text = orjson.dumps(payload, default=str).decode()
+    return _NUL_ESCAPE.sub(r"\1", text) if "\\u0000" in text else text
+
+
+def _insert_outbox(rows: list[tuple[uuid.UUID, dict]], generation_id, now) -> None:
+    """One INSERT of the outbox rows, without the ORM's per-instance overhead (this runs for every request).
+
+    Values are adapted once per call: UUIDs and the timestamp by the backend's own adapters, the payload
+    serialized with orjson (PostgreSQL casts the text parameter to jsonb).
+    """
+    ops = connection.ops
+    uuid_field = OutboxEntry._meta.pk
+    when = ops.adapt_datetimefield_value(now)
+    generation = uuid_field.get_db_prep_value(generation_id, connection)
+    columns = ", ".join(ops.quote_name(name) for name in _OUTBOX_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(_OUTBOX_COLUMNS))
+    sql = f"INSERT INTO {ops.quote_name(OutboxEntry._meta.db_table)} ({columns}) VALUES ({placeholders})"
+    params = [
+        (
+            uuid_field.get_db_prep_value(uuid.uuid4(), connection),
+            uuid_field.get_db_prep_value(destination_id, connection),
+            generation,
+            _json_text(payload),
+            DeliveryStatus.PENDING.value,
+            0,
+            when,
+            "",
+            when,
+        )
+        for destination_id, payload in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def outbox_record(*, generation, ctx) -> int:
+    """Write one outbox row per matching destination of the generation's workspace; returns how many.
+
+    Runs inside the transaction that saves the Generation (receiver of `generation_recorded`), so a trace is
+    queued exactly when its generation is recorded. Matching: enabled, key allowlist, sampling (decided from
+    a hash of the two ids), filter rules.
+    """
+    try:
+        routes = workspace_routes(
+            workspace_id=generation.workspace_id, policy_version=getattr(ctx, "policy_version", None)
+        )
+        if not routes:
+            return 0
+        rows = _matching_rows(routes, generation, ctx)
+        if rows:
+            with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it
+                _insert_outbox(rows, generation.id, timezone.now())
+    except Exception:
+        logger.exception("could not queue the traces of generation %s", generation.id)
+        return 0
+    return len(rows)
+
+
+def _matching_rows(routes, generation, ctx) -> list[tuple[uuid.UUID, dict]]:
+    base = None
+    rows = []
+    for route in routes:
+        if route.api_key_hashes is not None and generation.key_hash not in route.api_key_hashes:
+            continue
+        if not sampled(generation.id, route.id, route.sampling_rate):
+            continue
+        if base is None:
+            base = base_trace(generation, ctx)
+        if route.matches is not None and not route.matches(base["_filter"]):
+            continue
+        rows.append((route.id, trace_for(base, route)))
+    return rows
+
+
+def outbox_entry_retry(*, entries) -> int:
+    """Put dead (or any undelivered) rows back in the queue with a fresh attempt budget."""
+    return (
+        OutboxEntry.objects.filter(pk__in=[e.pk for e in entries])
+        .exclude(status=DeliveryStatus.DELIVERED)
+        .update(status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=timezone.now(), claim_token=None)
+    )
+
+
+def outbox_purge_delivered(*, older_than) -> int:
+    """Delete delivered rows delivered before `older_than` (dead rows stay for the admin); returns how many."""
+    deleted, _ = OutboxEntry.objects.filter(status=DeliveryStatus.DELIVERED, delivered_at__lt=older_than).delete()
+    return deleted
