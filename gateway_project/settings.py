@@ -171,7 +171,7 @@ GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIM
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
-GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=20)
+GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
 
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
