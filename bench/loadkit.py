@@ -114,6 +114,8 @@ class Stack:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+        for db in Path(self.tmpdir).glob("gateway.sqlite3*"):  # the logs stay, for a look after a failed run
+            db.unlink()
 
     def gateway_log(self) -> str:
         return (Path(self.tmpdir) / "gateway.log").read_text()
