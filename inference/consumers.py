@@ -138,6 +138,10 @@ class ResponsesConsumer:
         except GatewayError as error:
             await responder.error(error, None)
             return
+        except Exception:  # a validator bug must still answer in the envelope, never uvicorn's text/plain 500
+            logger.exception("inference request %s: body validation failed", request_id)
+            await responder.error(GatewayError(500), None)
+            return
         ctx = Context(
             request_id=request_id,
             created_at=datetime.now(UTC),

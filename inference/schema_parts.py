@@ -42,6 +42,11 @@ STOP_CONDITIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
 }
 
 
+def is_one_of(value: Any, values: frozenset[str]) -> bool:
+    """Membership that is False (not a TypeError) for unhashable JSON values such as objects and arrays."""
+    return isinstance(value, str) and value in values
+
+
 def _allowed(values: frozenset[str]) -> str:
     return ", ".join(sorted(values))
 
@@ -114,7 +119,7 @@ def _input_item(name: str, item: Any) -> None:
             raise validation_error(f"{name}.type", "must be a string")
         return
     role = item.get("role")
-    if role not in ROLES:
+    if not is_one_of(role, ROLES):
         raise validation_error(f"{name}.role", f"must be one of {_allowed(ROLES)}")
     content = item.get("content")
     if isinstance(content, str):
@@ -151,7 +156,7 @@ def check_plugins(name: str, value: Any) -> None:
     for index, plugin in enumerate(value):
         item = f"{name}[{index}]"
         plugin = _require_object(item, plugin)
-        if plugin.get("id") not in PLUGIN_IDS:
+        if not is_one_of(plugin.get("id"), PLUGIN_IDS):
             raise validation_error(f"{item}.id", f"must be one of {_allowed(PLUGIN_IDS)}")
         if plugin["id"] == "auto-router":
             _auto_router(item, plugin)
@@ -182,10 +187,10 @@ def check_reasoning(name: str, value: Any) -> None:
         return
     value = _require_object(name, value)
     effort = value.get("effort")
-    if effort is not None and effort not in REASONING_EFFORTS:
+    if effort is not None and not is_one_of(effort, REASONING_EFFORTS):
         raise validation_error(f"{name}.effort", f"must be one of {_allowed(REASONING_EFFORTS)}")
     summary = value.get("summary")
-    if summary is not None and summary not in REASONING_SUMMARIES:
+    if summary is not None and not is_one_of(summary, REASONING_SUMMARIES):
         raise validation_error(f"{name}.summary", f"must be one of {_allowed(REASONING_SUMMARIES)}")
     if "enabled" in value and value["enabled"] is not None and not isinstance(value["enabled"], bool):
         raise validation_error(f"{name}.enabled", "must be a boolean")
@@ -200,7 +205,8 @@ def check_stop_conditions(name: str, value: Any) -> None:
     for index, condition in enumerate(value):
         item = f"{name}[{index}]"
         condition = _require_object(item, condition)
-        spec = STOP_CONDITIONS.get(condition.get("type"))
+        kind_name = condition.get("type")
+        spec = STOP_CONDITIONS.get(kind_name) if isinstance(kind_name, str) else None
         if spec is None:
             raise validation_error(f"{item}.type", f"must be one of {_allowed(frozenset(STOP_CONDITIONS))}")
         field, kind = spec
@@ -218,7 +224,7 @@ def check_text(name: str, value: Any) -> None:
     fmt = value.get("format")
     if fmt is not None:
         fmt = _require_object(f"{name}.format", fmt)
-        if fmt.get("type") not in TEXT_FORMATS:
+        if not is_one_of(fmt.get("type"), TEXT_FORMATS):
             raise validation_error(f"{name}.format.type", f"must be one of {_allowed(TEXT_FORMATS)}")
         if fmt["type"] == "json_schema":
             if not isinstance(fmt.get("name"), str) or not fmt["name"]:
@@ -226,7 +232,7 @@ def check_text(name: str, value: Any) -> None:
             if not isinstance(fmt.get("schema"), dict):
                 raise validation_error(f"{name}.format.schema", "must be an object")
     verbosity = value.get("verbosity")
-    if verbosity is not None and verbosity not in VERBOSITIES:
+    if verbosity is not None and not is_one_of(verbosity, VERBOSITIES):
         raise validation_error(f"{name}.verbosity", f"must be one of {_allowed(VERBOSITIES)}")
 
 
@@ -286,9 +292,9 @@ def _sort(name: str, value: Any) -> None:
             raise validation_error(name, f"must be one of {_allowed(SORT_BY)}")
         return
     value = _require_object(name, value)
-    if value.get("by") not in SORT_BY:
+    if not is_one_of(value.get("by"), SORT_BY):
         raise validation_error(f"{name}.by", f"must be one of {_allowed(SORT_BY)}")
-    if value.get("partition") is not None and value["partition"] not in SORT_PARTITIONS:
+    if value.get("partition") is not None and not is_one_of(value["partition"], SORT_PARTITIONS):
         raise validation_error(f"{name}.partition", f"must be one of {_allowed(SORT_PARTITIONS)}")
 
 
@@ -308,7 +314,7 @@ def _provider_field(name: str, key: str, value: Any) -> None:
         if value is not None and not isinstance(value, bool):
             raise validation_error(field, "must be a boolean")
     elif key == "data_collection":
-        if value is not None and value not in DATA_COLLECTION:
+        if value is not None and not is_one_of(value, DATA_COLLECTION):
             raise validation_error(field, "must be one of allow, deny")
     elif key == "sort":
         if value is not None:
