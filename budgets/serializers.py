@@ -9,7 +9,6 @@ from rest_framework import serializers
 from budgets.models import WorkspaceBudget
 from gateway_project.api.serializers import GatewayModelSerializer
 
-
 MAX_LIMIT_USD = Decimal("100000000")
 
 

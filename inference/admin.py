@@ -14,7 +14,7 @@ class ProviderForm(forms.ModelForm):
 
     class Meta:
         model = Provider
-        fields = "__all__"
+        fields = [f.name for f in Provider._meta.get_fields() if f.concrete and f.editable and not f.primary_key]
 
     def clean_base_url(self):
         base_url = self.cleaned_data.get("base_url")

@@ -124,8 +124,10 @@ def start_gateway(directory: str) -> tuple[subprocess.Popen, str, dict]:
     port = _free_port()
     uvicorn = Path(python).parent / "uvicorn"
     server = subprocess.Popen(
-        [str(uvicorn), "gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
-        + ["--no-server-header", "--lifespan", "off", "--log-level", "warning"],
+        [
+            *(str(uvicorn), "gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port)),
+            *("--no-server-header", "--lifespan", "off", "--log-level", "warning"),
+        ],
         cwd=ROOT,
         env=env,
     )
