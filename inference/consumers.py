@@ -26,6 +26,7 @@ from inference.schema import parse_body
 
 logger = logging.getLogger("gateway.inference")
 
+NOSNIFF = (b"x-content-type-options", b"nosniff")  # as Django's SecurityMiddleware does on the management plane
 METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
 
 
@@ -42,7 +43,7 @@ class Responder:
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         self.started = True
-        headers = [*headers, (b"x-request-id", self.request_id.encode())]
+        headers = [*headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = False) -> None:
