@@ -10,8 +10,8 @@ import logging
 import httpx
 import pytest
 
+from tests.fakes.fake_receiver import FakeReceiver
 from tests.inference.conftest import add_endpoint, wait_idle
-from tests.observability.conftest import receiver  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +33,13 @@ class Capture(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(self.format(record) + " " + repr(getattr(record, "args", None)))
+
+
+@pytest.fixture
+def receiver():
+    fake = FakeReceiver().start()
+    yield fake
+    fake.stop()
 
 
 @pytest.fixture
@@ -61,7 +68,7 @@ def captured():
 
 def test_no_secret_in_any_log_record(
     gateway_server, transactional_db, org, fake_upstream, receiver, captured, monkeypatch
-):  # noqa: F811
+):
     from inference.routing import clear_caches
     from tests.observability.test_worker import make_worker
 
