@@ -14,6 +14,7 @@ from inference import schema as rules
 from inference import schema_parts as parts
 
 PATH = "/api/v1/responses"
+RESPONSES_PATH_SCHEMA_REF = "#/components/schemas/ResponsesRequest"
 
 
 def _enum(values, nullable: bool = True) -> dict[str, Any]:
@@ -322,7 +323,7 @@ def responses_operation() -> dict[str, Any]:
         ],
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ResponsesRequest"}}},
+            "content": {"application/json": {"schema": {"$ref": RESPONSES_PATH_SCHEMA_REF}}},
         },
         "responses": {
             "200": {
