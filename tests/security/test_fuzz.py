@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 from scripts.fuzz import RESPONSES_PATH, run_schemathesis
+from tests.byok.helpers import make_provider
 from tests.conftest import make_org
 
 
@@ -33,6 +34,7 @@ def test_schemathesis_finds_no_failure_on_any_operation(gateway_server, transact
     ops = operations(gateway_server.url)
     assert ("POST", RESPONSES_PATH) in ops
     assert len(ops) >= 50
+    make_provider("openai")  # so the fuzzer's BYOK credential (scripts.fuzz.seed_resources) can be created
     org = make_org("Fuzz")
     status, output = run_schemathesis(
         gateway_server.url,
@@ -43,6 +45,7 @@ def test_schemathesis_finds_no_failure_on_any_operation(gateway_server, transact
         seed=20261121,
     )
     assert status == 0, output[-6000:]
+    assert "fuzz: no " not in output  # every resource type was seeded
     tested = [int(n) for n in re.findall(r"Tested: (\d+)", output)]
     assert sum(tested) == len(ops), output[-3000:]
     for generated, passed in re.findall(r"(\d+) generated, (\d+) passed", output):
