@@ -12,6 +12,7 @@ from typing import Any
 
 from inference import schema as rules
 from inference import schema_parts as parts
+from inference import schema_provider as provider_rules
 
 PATH = "/api/v1/responses"
 RESPONSES_PATH_SCHEMA_REF = "#/components/schemas/ResponsesRequest"
@@ -89,9 +90,12 @@ AUTO_ROUTER_PROPS = {
 }
 SORT = {
     "oneOf": [
-        {"type": "string", "enum": sorted(parts.SORT_BY)},
+        {"type": "string", "enum": sorted(provider_rules.SORT_BY)},
         _obj(
-            {"by": {"type": "string", "enum": sorted(parts.SORT_BY)}, "partition": _enum(parts.SORT_PARTITIONS)},
+            {
+                "by": {"type": "string", "enum": sorted(provider_rules.SORT_BY)},
+                "partition": _enum(provider_rules.SORT_PARTITIONS),
+            },
             ["by"],
             nullable=False,
         ),
@@ -102,7 +106,7 @@ PROVIDER = _obj(
     {
         **{key: STRINGS for key in ("order", "only", "ignore", "quantizations")},
         **{key: {"type": "boolean", "nullable": True} for key in ("allow_fallbacks", "require_parameters", "zdr")},
-        "data_collection": _enum(parts.DATA_COLLECTION),
+        "data_collection": _enum(provider_rules.DATA_COLLECTION),
         "sort": SORT,
         "max_price": {
             "type": "object",
