@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 # Seconds in-flight requests (streams) may take to finish after SIGTERM (docs/performance.md).
 GRACEFUL_TIMEOUT ?= 30
 
-.PHONY: run test lint serve worker migrate bootstrap clean
+.PHONY: run test lint fuzz serve worker migrate bootstrap clean
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
@@ -51,6 +51,11 @@ worker: $(VENV)/.runtime-installed .env env-encryption-key
 
 test: $(VENV)/.dev-installed .env
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Schemathesis against the gateway's own OpenAPI schema, served by a throwaway gateway (fresh SQLite database).
+# FUZZ_MAX_EXAMPLES (default 50) and FUZZ_PHASES (default examples,coverage,fuzzing) tune the run; see docs/security.md.
+fuzz: $(VENV)/.dev-installed
+	$(PY) -m scripts.fuzz $(FUZZ_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from rest_framework import serializers
 
 from budgets.models import WorkspaceBudget
 from gateway_project.api.serializers import GatewayModelSerializer
+
+MAX_LIMIT_USD = Decimal("100000000")
 
 
 class WorkspaceBudgetSerializer(GatewayModelSerializer):
@@ -48,7 +52,8 @@ class StrictBooleanField(serializers.BooleanField):
 
 
 class BudgetPutSerializer(serializers.Serializer):
-    limit_usd = LimitUsdField(max_digits=18, decimal_places=6, coerce_to_string=False)
+    # At most 100 million USD: spend is counted in 1e-10 USD units in 64-bit integers (budgets.models).
+    limit_usd = LimitUsdField(max_digits=18, decimal_places=6, coerce_to_string=False, max_value=MAX_LIMIT_USD)
     include_byok_in_budgets = StrictBooleanField(required=False)
 
 

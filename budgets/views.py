@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -26,6 +27,13 @@ INTERVAL_PARAM = OpenApiParameter(
 )
 
 
+class ObjectResponseSchema(AutoSchema):
+    """The list action answers one object `{data: [...], include_byok_in_budgets}`, not a bare array."""
+
+    def _is_list_view(self, serializer=None) -> bool:
+        return False
+
+
 class WorkspaceBudgetViewSet(OrganizationViewSet):
     """Budgets of a workspace of the caller's organization (another organization's workspace → 404)."""
 
@@ -33,6 +41,8 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
     serializer_class = WorkspaceBudgetSerializer
     organization_field = "workspace__organization_id"
     pagination_class = None
+    metadata_class = None  # OPTIONS is 405 (DRF's metadata needs a `pk` lookup this viewset does not have)
+    schema = ObjectResponseSchema()
 
     def _workspace(self) -> Workspace:
         return workspace_get(organization_id=self.principal.organization_id, id_or_slug=self.kwargs["id"])
@@ -47,7 +57,11 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
     def _one(budget: WorkspaceBudget, include_byok: bool) -> Response:
         return Response({"data": WorkspaceBudgetSerializer(budget).data, "include_byok_in_budgets": include_byok})
 
-    @extend_schema(parameters=[WORKSPACE_PARAM], responses={200: BudgetListResponseSerializer})
+    @extend_schema(
+        parameters=[WORKSPACE_PARAM],
+        responses={200: BudgetListResponseSerializer},
+        operation_id="workspaces_budgets_list",
+    )
     def list(self, request, id=None):
         workspace = self._workspace()
         budgets = selectors.budget_list(workspace=workspace)

@@ -115,6 +115,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
+# SSRF guard (gateway_project/netguard.py): observability destination URLs and catalog base_urls may not point
+# at private, loopback or link-local addresses unless GATEWAY_ALLOW_PRIVATE_URLS is true or the host name or a
+# CIDR containing its address is in GATEWAY_PRIVATE_URL_ALLOWLIST.
+GATEWAY_ALLOW_PRIVATE_URLS = env.bool("GATEWAY_ALLOW_PRIVATE_URLS", default=False)
+GATEWAY_PRIVATE_URL_ALLOWLIST = env.list("GATEWAY_PRIVATE_URL_ALLOWLIST", default=[])
+
 # Request bodies larger than this get 413 before they are parsed.
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY_MAX_BODY_BYTES
@@ -141,6 +147,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gateway_project.api.openapi.add_error_responses",
+        "inference.openapi.add_responses_operation",
     ],
     "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
 }

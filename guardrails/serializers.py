@@ -13,6 +13,13 @@ from guardrails.validation import ACTIONS, REGIONS
 SCAN_SCOPES = ("user_only", "all_messages")
 
 
+def _require(attrs: dict, *names: str) -> None:
+    """Required members of a filter even inside a PATCH (DRF skips `required` in nested partial updates)."""
+    missing = [name for name in names if name not in attrs]
+    if missing:
+        raise serializers.ValidationError({name: "This field is required." for name in missing})
+
+
 class BuiltinFilterSerializer(serializers.Serializer):
     """A built-in content filter; `label` is set by the server from the slug."""
 
@@ -22,6 +29,7 @@ class BuiltinFilterSerializer(serializers.Serializer):
     scan_scope = serializers.ChoiceField(choices=SCAN_SCOPES, required=False)
 
     def validate(self, attrs):
+        _require(attrs, "slug", "action")
         if "scan_scope" in attrs and attrs["slug"] != "regex-prompt-injection":
             raise serializers.ValidationError({"scan_scope": "applies to the regex-prompt-injection filter only"})
         attrs["label"] = LABELS[attrs["slug"]]
@@ -34,6 +42,10 @@ class CustomFilterSerializer(serializers.Serializer):
     pattern = serializers.CharField(trim_whitespace=False)
     action = serializers.ChoiceField(choices=ACTIONS)
     label = serializers.CharField(max_length=100, required=False, allow_null=True)
+
+    def validate(self, attrs):
+        _require(attrs, "pattern", "action")
+        return attrs
 
     def validate_pattern(self, value: str) -> str:
         try:

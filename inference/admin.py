@@ -1,12 +1,32 @@
 """Django admin of the catalog and of Generation records."""
 
+from django import forms
 from django.contrib import admin
 
+from gateway_project.netguard import url_problem
 from inference.models import Endpoint, Generation, Model, Provider
+
+
+class ProviderForm(forms.ModelForm):
+    """Refuses a base_url in a private network unless settings allow it (gateway_project.netguard)."""
+
+    base_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+
+    class Meta:
+        model = Provider
+        fields = [f.name for f in Provider._meta.get_fields() if f.concrete and f.editable and not f.primary_key]
+
+    def clean_base_url(self):
+        base_url = self.cleaned_data.get("base_url")
+        problem = url_problem(base_url) if base_url else None
+        if problem:
+            raise forms.ValidationError(f"base_url {problem}")
+        return base_url
 
 
 @admin.register(Provider)
 class ProviderAdmin(admin.ModelAdmin):
+    form = ProviderForm
     list_display = ("slug", "name", "api_format", "base_url", "api_key_env", "zdr", "trains_on_data", "enabled")
     list_filter = ("api_format", "zdr", "trains_on_data", "publishes_prompts", "enabled")
     search_fields = ("slug", "name")

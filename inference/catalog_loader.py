@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from django.db import transaction
 
+from gateway_project.netguard import url_problem
 from inference.models import ApiFormat, Endpoint, Model, Provider
 
 PROVIDER_FIELDS = (
@@ -96,6 +97,9 @@ def load_catalog(data: dict[str, Any]) -> CatalogSummary:
         slug = _require(entry, "slug", where)
         if _require(entry, "api_format", where) not in formats:
             raise CatalogError(f"{where}: 'api_format' must be one of {sorted(formats)}")
+        base_url = entry.get("base_url")
+        if base_url and isinstance(base_url, str) and (problem := url_problem(base_url)):
+            raise CatalogError(f"{where}: 'base_url' {problem}")
         defaults = {f: entry[f] for f in PROVIDER_FIELDS if f in entry}
         defaults.setdefault("name", slug)
         Provider.objects.update_or_create(slug=slug, defaults=defaults)

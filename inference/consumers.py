@@ -26,6 +26,7 @@ from inference.schema import parse_body
 
 logger = logging.getLogger("gateway.inference")
 
+NOSNIFF = (b"x-content-type-options", b"nosniff")  # as Django's SecurityMiddleware does on the management plane
 METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
 
 
@@ -42,7 +43,7 @@ class Responder:
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         self.started = True
-        headers = [*headers, (b"x-request-id", self.request_id.encode())]
+        headers = [*headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = False) -> None:
@@ -137,6 +138,10 @@ class ResponsesConsumer:
             body = parse_body(raw)
         except GatewayError as error:
             await responder.error(error, None)
+            return
+        except Exception:  # a validator bug must still answer in the envelope, never uvicorn's text/plain 500
+            logger.exception("inference request %s: body validation failed", request_id)
+            await responder.error(GatewayError(500), None)
             return
         ctx = Context(
             request_id=request_id,

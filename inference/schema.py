@@ -109,7 +109,7 @@ def _enum(values: frozenset[str]) -> Checker:
     allowed = ", ".join(sorted(values))
 
     def check(name: str, value: Any) -> None:
-        if value is not None and value not in values:
+        if value is not None and not parts.is_one_of(value, values):
             raise validation_error(name, f"must be one of {allowed}")
 
     return check
@@ -124,7 +124,7 @@ def _enum_array(values: frozenset[str], nullable: bool) -> Checker:
         if not isinstance(value, list):
             raise validation_error(name, "must be an array")
         for index, item in enumerate(value):
-            if item not in values:
+            if not parts.is_one_of(item, values):
                 raise validation_error(f"{name}[{index}]", f"must be one of {allowed}")
 
     return check

@@ -39,6 +39,11 @@ STOP_CONDITIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
 }
 
 
+def is_one_of(value: Any, values: frozenset[str]) -> bool:
+    """Membership that is False (not a TypeError) for unhashable JSON values such as objects and arrays."""
+    return isinstance(value, str) and value in values
+
+
 def allowed_values(values: frozenset[str]) -> str:
     return ", ".join(sorted(values))
 
@@ -111,7 +116,7 @@ def _input_item(name: str, item: Any) -> None:
             raise validation_error(f"{name}.type", "must be a string")
         return
     role = item.get("role")
-    if role not in ROLES:
+    if not is_one_of(role, ROLES):
         raise validation_error(f"{name}.role", f"must be one of {allowed_values(ROLES)}")
     content = item.get("content")
     if isinstance(content, str):
@@ -148,7 +153,7 @@ def check_plugins(name: str, value: Any) -> None:
     for index, plugin in enumerate(value):
         item = f"{name}[{index}]"
         plugin = require_object(item, plugin)
-        if plugin.get("id") not in PLUGIN_IDS:
+        if not is_one_of(plugin.get("id"), PLUGIN_IDS):
             raise validation_error(f"{item}.id", f"must be one of {allowed_values(PLUGIN_IDS)}")
         if plugin["id"] == "auto-router":
             _auto_router(item, plugin)
@@ -179,10 +184,10 @@ def check_reasoning(name: str, value: Any) -> None:
         return
     value = require_object(name, value)
     effort = value.get("effort")
-    if effort is not None and effort not in REASONING_EFFORTS:
+    if effort is not None and not is_one_of(effort, REASONING_EFFORTS):
         raise validation_error(f"{name}.effort", f"must be one of {allowed_values(REASONING_EFFORTS)}")
     summary = value.get("summary")
-    if summary is not None and summary not in REASONING_SUMMARIES:
+    if summary is not None and not is_one_of(summary, REASONING_SUMMARIES):
         raise validation_error(f"{name}.summary", f"must be one of {allowed_values(REASONING_SUMMARIES)}")
     if "enabled" in value and value["enabled"] is not None and not isinstance(value["enabled"], bool):
         raise validation_error(f"{name}.enabled", "must be a boolean")
@@ -197,7 +202,8 @@ def check_stop_conditions(name: str, value: Any) -> None:
     for index, condition in enumerate(value):
         item = f"{name}[{index}]"
         condition = require_object(item, condition)
-        spec = STOP_CONDITIONS.get(condition.get("type"))
+        kind_name = condition.get("type")
+        spec = STOP_CONDITIONS.get(kind_name) if isinstance(kind_name, str) else None
         if spec is None:
             raise validation_error(f"{item}.type", f"must be one of {allowed_values(frozenset(STOP_CONDITIONS))}")
         field, kind = spec
@@ -215,7 +221,7 @@ def check_text(name: str, value: Any) -> None:
     fmt = value.get("format")
     if fmt is not None:
         fmt = require_object(f"{name}.format", fmt)
-        if fmt.get("type") not in TEXT_FORMATS:
+        if not is_one_of(fmt.get("type"), TEXT_FORMATS):
             raise validation_error(f"{name}.format.type", f"must be one of {allowed_values(TEXT_FORMATS)}")
         if fmt["type"] == "json_schema":
             if not isinstance(fmt.get("name"), str) or not fmt["name"]:
@@ -223,7 +229,7 @@ def check_text(name: str, value: Any) -> None:
             if not isinstance(fmt.get("schema"), dict):
                 raise validation_error(f"{name}.format.schema", "must be an object")
     verbosity = value.get("verbosity")
-    if verbosity is not None and verbosity not in VERBOSITIES:
+    if verbosity is not None and not is_one_of(verbosity, VERBOSITIES):
         raise validation_error(f"{name}.verbosity", f"must be one of {allowed_values(VERBOSITIES)}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import validation_error
-from inference.schema_parts import allowed_values, is_number, require_object, string_list
+from inference.schema_parts import allowed_values, is_number, is_one_of, require_object, string_list
 
 SORT_BY = frozenset({"price", "throughput", "latency"})
 SORT_PARTITIONS = frozenset({"model", "none"})
@@ -18,9 +18,9 @@ def _sort(name: str, value: Any) -> None:
             raise validation_error(name, f"must be one of {allowed_values(SORT_BY)}")
         return
     value = require_object(name, value)
-    if value.get("by") not in SORT_BY:
+    if not is_one_of(value.get("by"), SORT_BY):
         raise validation_error(f"{name}.by", f"must be one of {allowed_values(SORT_BY)}")
-    if value.get("partition") is not None and value["partition"] not in SORT_PARTITIONS:
+    if value.get("partition") is not None and not is_one_of(value["partition"], SORT_PARTITIONS):
         raise validation_error(f"{name}.partition", f"must be one of {allowed_values(SORT_PARTITIONS)}")
 
 
@@ -40,7 +40,7 @@ def _provider_field(name: str, key: str, value: Any) -> None:
         if value is not None and not isinstance(value, bool):
             raise validation_error(field, "must be a boolean")
     elif key == "data_collection":
-        if value is not None and value not in DATA_COLLECTION:
+        if value is not None and not is_one_of(value, DATA_COLLECTION):
             raise validation_error(field, "must be one of allow, deny")
     elif key == "sort":
         if value is not None:

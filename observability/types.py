@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from gateway_project.netguard import url_problem
+
 
 class DestinationType:
     WEBHOOK = "webhook"
@@ -121,6 +123,8 @@ def validate_config(type_: str, config: dict, *, partial: bool = False) -> list[
             problems.append((path, "must not be empty"))
         elif key in spec.urls and not is_http_url(value):
             problems.append((path, "must be an http(s) URL"))
+        elif key in spec.urls and (problem := url_problem(value)):
+            problems.append((path, problem))
         elif key in spec.choices and value not in spec.choices[key]:
             problems.append((path, f"must be one of {', '.join(spec.choices[key])}"))
     if "headers" in config:

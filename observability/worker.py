@@ -25,6 +25,7 @@ import httpx
 from django.db import DatabaseError, close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
+from gateway_project.netguard import url_problem
 from observability.conf import setting
 from observability.models import DeliveryStatus, OutboxEntry
 from observability.senders import DeliveryNotSupported, build_request, response_problem
@@ -190,6 +191,9 @@ class Worker:
         except Exception as exc:
             logger.exception("cannot build the request of outbox row %s", row.id)
             return self._failed(row, f"cannot build the request: {exc}", None, None)
+        refused = url_problem(request.url)
+        if refused:  # checked again at delivery: DNS may have changed since the destination was saved
+            return self._dead(row, f"destination URL refused: {refused}", None)
         try:
             response = self.client.request(request.method, request.url, content=request.body, headers=request.headers)
         except httpx.HTTPError as exc:

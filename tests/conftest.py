@@ -20,6 +20,9 @@ from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F4
 # suite runs the same on a fresh clone, whatever .env or the environment hold.
 TEST_ENCRYPTION_KEY = "Mv0OaV5a8TLgq1c9Ps_2Gm8dDZJ1U8wGTu8nwrDzs6M="
 os.environ["GATEWAY_BYOK_ENCRYPTION_KEYS"] = TEST_ENCRYPTION_KEY  # for gateway processes that tests start
+# The fake upstreams and receivers listen on 127.0.0.1: the SSRF guard allows private addresses in tests
+# (tests/security/test_ssrf.py turns it back on with the `settings` fixture).
+os.environ["GATEWAY_ALLOW_PRIVATE_URLS"] = "true"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,6 +31,15 @@ def _encryption_keys():
     from django.test import override_settings
 
     with override_settings(GATEWAY_BYOK_ENCRYPTION_KEYS=[TEST_ENCRYPTION_KEY]):
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _allow_loopback_urls():
+    """GATEWAY_ALLOW_PRIVATE_URLS for the whole session: fake upstreams and receivers live on loopback."""
+    from django.test import override_settings
+
+    with override_settings(GATEWAY_ALLOW_PRIVATE_URLS=True):
         yield
 
 

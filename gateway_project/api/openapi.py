@@ -25,6 +25,8 @@ ERROR_ENVELOPE = {
 }
 
 COMMON_ERRORS = ("400", "401", "403", "404", "405", "413", "429", "500")
+# Writes can also conflict with an existing record (a slug, a name) or carry a body that is not JSON.
+WRITE_ERRORS = ("409", "415")
 
 
 def add_error_responses(result, generator, request, public):
@@ -37,7 +39,8 @@ def add_error_responses(result, generator, request, public):
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
             responses = operation.setdefault("responses", {})
-            for code in COMMON_ERRORS:
+            codes = COMMON_ERRORS + (WRITE_ERRORS if method != "get" else ())
+            for code in codes:
                 responses.setdefault(
                     code,
                     {"description": DEFAULT_MESSAGES[int(code)], "content": {"application/json": {"schema": ref}}},

@@ -9,6 +9,7 @@ from gateway_project.api.errors import validation_error
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
+MAX_OFFSET = 2**31 - 1  # larger offsets overflow the databases' 64-bit LIMIT/OFFSET arithmetic
 
 
 def _int_param(request, name: str, default: int, minimum: int, maximum: int | None) -> int:
@@ -29,7 +30,7 @@ class OffsetLimitPagination(BasePagination):
     """Validated offset (>= 0) and limit (1..100); out-of-range values give 400."""
 
     def paginate_queryset(self, queryset, request, view=None):
-        self.offset = _int_param(request, "offset", 0, 0, None)
+        self.offset = _int_param(request, "offset", 0, 0, MAX_OFFSET)
         self.limit = _int_param(request, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         self.total_count = queryset.count() if hasattr(queryset, "count") else len(queryset)
         return list(queryset[self.offset : self.offset + self.limit])
@@ -50,7 +51,7 @@ class OffsetLimitPagination(BasePagination):
                 "name": "offset",
                 "in": "query",
                 "required": False,
-                "schema": {"type": "integer", "minimum": 0, "default": 0},
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0},
             },
             {
                 "name": "limit",

@@ -13,7 +13,8 @@ def format_timestamp(value: datetime | None) -> str | None:
     if value is None:
         return None
     value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # The year is padded by hand: strftime("%Y") writes year 814 as "814" on glibc, which is not ISO 8601.
+    return f"{value.year:04d}" + value.strftime("-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 class TimestampField(serializers.DateTimeField):
