@@ -1,1 +1,100 @@
-"""Models of the budgets app."""
+"""Workspace budgets and the durable spend counters every spending limit is enforced with."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+from django.db import models
+
+# Counters hold integer amounts of 1e-10 USD, so the conditional checks are exact on every database.
+UNITS_PER_USD = 10**10
+
+
+class BudgetInterval(models.TextChoices):
+    DAILY = "daily", "Daily"
+    WEEKLY = "weekly", "Weekly"
+    MONTHLY = "monthly", "Monthly"
+    LIFETIME = "lifetime", "Lifetime"
+
+
+# Narrowest first: limits must strictly increase along this order.
+INTERVAL_ORDER = (BudgetInterval.DAILY, BudgetInterval.WEEKLY, BudgetInterval.MONTHLY, BudgetInterval.LIFETIME)
+
+
+class WorkspaceBudget(models.Model):
+    """A spending limit (USD) of a workspace per UTC day, ISO week, month, or for its whole life."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="budgets")
+    reset_interval = models.CharField(max_length=10, choices=BudgetInterval.choices)
+    limit_usd = models.DecimalField(max_digits=18, decimal_places=6)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["workspace", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "reset_interval"], name="workspace_budget_unique_interval"),
+            models.CheckConstraint(condition=models.Q(limit_usd__gt=0), name="workspace_budget_limit_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id} {self.reset_interval} ${self.limit_usd}"
+
+
+class SpendCounter(models.Model):
+    """Spend of one limit scope (workspace, API key, guardrail subject) in one period, plus the holds of the
+    requests in flight. Amounts are integers of 1e-10 USD; BYOK spend is kept apart so whether it counts is
+    decided when a limit is checked. Rows are created on first use and never deleted by the gateway."""
+
+    id = models.BigAutoField(primary_key=True)
+    scope = models.CharField(max_length=20)
+    scope_id = models.CharField(max_length=200)
+    interval = models.CharField(max_length=10, choices=BudgetInterval.choices)
+    period_start = models.DateTimeField()
+    spent_units = models.BigIntegerField(default=0)
+    byok_spent_units = models.BigIntegerField(default=0)
+    reserved_units = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-period_start", "scope", "scope_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope", "scope_id", "interval", "period_start"], name="spend_counter_unique_period"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope}:{self.scope_id} {self.interval} from {self.period_start:%Y-%m-%d}"
+
+    @property
+    def spent_usd(self) -> Decimal:
+        return Decimal(self.spent_units) / UNITS_PER_USD
+
+    @property
+    def byok_spent_usd(self) -> Decimal:
+        return Decimal(self.byok_spent_units) / UNITS_PER_USD
+
+    @property
+    def reserved_usd(self) -> Decimal:
+        return Decimal(self.reserved_units) / UNITS_PER_USD
+
+
+class SpendReservation(models.Model):
+    """The hold of one request in flight on its counters: created with the reservation, deleted when the
+    request settles, or released by the reaper once `expires_at` passed (a process that died mid-request)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    request_id = models.CharField(max_length=100, blank=True, default="")
+    amount_units = models.BigIntegerField()
+    counter_ids = models.JSONField(default=list)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["expires_at"]
+
+    def __str__(self) -> str:
+        return f"{self.request_id or self.id} holds {self.amount_units} units until {self.expires_at:%H:%M:%S}"

@@ -139,7 +139,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gateway_project.api.openapi.add_error_responses",
     ],
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
 }
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.
@@ -147,10 +147,19 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
         "accounts.middleware.KeyAuthMiddleware",
+        "guardrails.middleware.RegionMiddleware",
         "presets.middleware.PresetMiddleware",
+        "guardrails.middleware.GuardrailMiddleware",
+        "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
+
+# Budgets: a request's spend hold is released after this many seconds if its process died before settling
+# it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
+# caps them and the model's context length is unknown.
+GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
+GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
 
 # Time limits of upstream calls, in seconds: TCP connect; until the response head / first stream event
 # (exceeded: 524 unless another endpoint answers); whole JSON body or gap between stream events.
@@ -166,6 +175,15 @@ GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / 
 
 # Ingress hosts per data region: "europe=eu.example.com,us=us.example.com". Any other host is `global`.
 GATEWAY_REGION_HOSTS = env.dict("GATEWAY_REGION_HOSTS", default={})
+
+# Model vendors of the guardrail fields enforce_zdr_vendor_a..d (enforce_zdr_other covers every other vendor).
+GATEWAY_ZDR_VENDOR_A = env.str("GATEWAY_ZDR_VENDOR_A", default="openai")
+GATEWAY_ZDR_VENDOR_B = env.str("GATEWAY_ZDR_VENDOR_B", default="anthropic")
+GATEWAY_ZDR_VENDOR_C = env.str("GATEWAY_ZDR_VENDOR_C", default="google")
+GATEWAY_ZDR_VENDOR_D = env.str("GATEWAY_ZDR_VENDOR_D", default="x-ai")
+
+# Regions whose national phone formats the `phone` content filter recognizes (international +CC always).
+GATEWAY_GUARDRAIL_PHONE_REGIONS = env.list("GATEWAY_GUARDRAIL_PHONE_REGIONS", default=["US", "GB", "DE", "FR"])
 
 # Fernet keys for BYOK and destination secrets, comma separated; the first one encrypts.
 GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=[])

@@ -1,0 +1,246 @@
+"""Atomic spend counters: reserve a request's worst-case cost against every limit, settle to the actual cost.
+
+Every limit (workspace budget interval, key limit, guardrail limit) maps to one `SpendCounter` row per period.
+A reservation adds the request's worst-case cost to `reserved_units` of each row with one conditional
+UPDATE per row (`... WHERE spent + reserved + amount <= limit`), all in one transaction: either every
+counter accepted the hold or none did. PostgreSQL re-evaluates the WHERE clause after waiting for a
+concurrent writer's row lock, and SQLite runs one writer at a time, so the check and the increment are one
+atomic step on both, across processes and replicas. Rows are always locked in ascending id order (no
+deadlocks). Settling removes the hold and adds the actual cost.
+
+A `SpendReservation` row records each hold. When a process dies mid-request its hold stays until
+`expires_at` (settings.GATEWAY_BUDGET_RESERVATION_TTL); `reservations_reap` then releases it. Reaping runs
+by itself when a reservation is refused (before the 402 is final) and from `manage.py budgets_reap`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import DecimalField, F, Q, Sum, Value
+from django.db.models.functions import Coalesce
+
+from budgets.models import UNITS_PER_USD, SpendCounter, SpendReservation
+from gateway_project.periods import period_end, period_start
+from inference.pipeline.context import SpendLimit
+
+_counter_ids: dict[tuple, int] = {}
+_MAX_CACHED_COUNTERS = 100_000
+
+
+def usd_to_units(amount: Decimal, *, round_up: bool = True) -> int:
+    """USD → integer units of 1e-10 USD (costs round up, limits round down: both err on the safe side)."""
+    rounding = ROUND_CEILING if round_up else ROUND_FLOOR
+    return int((Decimal(amount) * UNITS_PER_USD).to_integral_value(rounding=rounding))
+
+
+def units_to_usd(units: int) -> Decimal:
+    return Decimal(units) / UNITS_PER_USD
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A request's reservation, kept in ctx.reservation until it is settled."""
+
+    reservation_id: uuid.UUID
+    counter_ids: tuple[int, ...]
+    amount_units: int
+
+
+class LimitExceeded(Exception):
+    """A limit that cannot take the request's worst-case cost."""
+
+    def __init__(
+        self, *, limit: SpendLimit, spent_units: int, reserved_units: int, amount_units: int, resets_at: datetime | None
+    ) -> None:
+        super().__init__(limit.name)
+        self.limit = limit
+        self.spent_units = spent_units
+        self.reserved_units = reserved_units
+        self.amount_units = amount_units
+        self.resets_at = resets_at
+
+
+def counter_key(limit: SpendLimit, now: datetime) -> tuple[str, str, str, datetime]:
+    return (limit.scope, limit.scope_id, limit.interval, period_start(limit.interval, now))
+
+
+def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendLimit]]:
+    """One check per counter; when two limits share a counter the lower limit wins."""
+    chosen: dict[tuple, SpendLimit] = {}
+    for limit in limits:
+        key = counter_key(limit, now)
+        if key not in chosen or limit.limit_usd < chosen[key].limit_usd:
+            chosen[key] = limit
+    return list(chosen.items())
+
+
+def _initial_spend(key: tuple) -> tuple[int, int]:
+    """Spend already recorded in the period before the counter existed (budget added mid-period)."""
+    from inference.models import Generation
+
+    scope, scope_id, _interval, start = key
+    if scope == "workspace":
+        rows = Generation.objects.filter(workspace_id=scope_id)
+    elif scope == "api-key":
+        rows = Generation.objects.filter(key_hash=scope_id)
+    else:
+        return 0, 0
+    zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
+    totals = rows.filter(created_at__gte=start).aggregate(
+        platform=Coalesce(Sum("cost", filter=Q(is_byok=False)), zero),
+        byok=Coalesce(Sum("cost", filter=Q(is_byok=True)), zero),
+    )
+    return usd_to_units(totals["platform"]), usd_to_units(totals["byok"])
+
+
+def _lookup(keys: list[tuple]) -> None:
+    query = Q()
+    for scope, scope_id, interval, start in keys:
+        query |= Q(scope=scope, scope_id=scope_id, interval=interval, period_start=start)
+    for c in SpendCounter.objects.filter(query).only("id", "scope", "scope_id", "interval", "period_start"):
+        _counter_ids[(c.scope, c.scope_id, c.interval, c.period_start)] = c.id
+
+
+def _ensure_counters(keys: list[tuple]) -> list[int]:
+    """Ids of the counter rows of `keys`, creating the missing ones (ids cached in-process)."""
+    missing = [k for k in keys if k not in _counter_ids]
+    if missing and len(_counter_ids) > _MAX_CACHED_COUNTERS:  # ids of past periods pile up otherwise
+        _counter_ids.clear()
+        missing = list(keys)
+    if missing:
+        _lookup(missing)
+        absent = [k for k in missing if k not in _counter_ids]
+        if absent:
+            rows = []
+            for key in absent:
+                spent, byok_spent = _initial_spend(key)
+                rows.append(
+                    SpendCounter(
+                        scope=key[0],
+                        scope_id=key[1],
+                        interval=key[2],
+                        period_start=key[3],
+                        spent_units=spent,
+                        byok_spent_units=byok_spent,
+                    )
+                )
+            SpendCounter.objects.bulk_create(rows, ignore_conflicts=True)
+            _lookup(absent)
+    return [_counter_ids[k] for k in keys]
+
+
+def _try_hold(counter_id: int, limit: SpendLimit, amount: int) -> bool:
+    """One atomic conditional increment: spent (+ BYOK spent) + reserved + amount <= limit."""
+    limit_units = usd_to_units(limit.limit_usd, round_up=False)
+    used_besides_spent = F("reserved_units") + (F("byok_spent_units") if limit.include_byok else Value(0))
+    rows = SpendCounter.objects.filter(id=counter_id)
+    if amount > 0:
+        rows = rows.filter(spent_units__lte=Value(limit_units - amount) - used_besides_spent)
+    else:  # a free request still needs the limit not to be reached
+        rows = rows.filter(spent_units__lt=Value(limit_units) - used_besides_spent)
+    return rows.update(reserved_units=F("reserved_units") + amount) == 1
+
+
+def _fast_commit() -> None:
+    """PostgreSQL: do not wait for the WAL flush when this transaction commits.
+
+    Other sessions see the commit at once, so the checks stay atomic; only a crash of the PostgreSQL server
+    itself can lose the last commits (at most 3 x wal_writer_delay, 600 ms by default). A lost hold is
+    harmless (its request settles without a hold to release); a lost settlement under-counts that
+    request's cost in the counter (its Generation row, written durably, still records it). Waiting for the
+    flush instead costs a disk sync per request on the thread every database call of the process shares.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+class _Refused(Exception):
+    def __init__(self, counter_id: int, limit: SpendLimit) -> None:
+        self.counter_id = counter_id
+        self.limit = limit
+
+
+def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
+    ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
+    with transaction.atomic():
+        _fast_commit()
+        for counter_id, limit in sorted(checks, key=lambda item: item[0]):
+            if not _try_hold(counter_id, limit, amount):
+                raise _Refused(counter_id, limit)
+        ids = tuple(sorted(counter_id for counter_id, _ in checks))
+        reservation = SpendReservation.objects.create(
+            request_id=request_id[:100],
+            amount_units=amount,
+            counter_ids=list(ids),
+            created_at=now,
+            expires_at=now + ttl,
+        )
+    return Hold(reservation_id=reservation.id, counter_ids=ids, amount_units=amount)
+
+
+def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:
+    """Hold `amount_units` on the counter of every limit, or raise LimitExceeded (nothing held)."""
+    # A limit without an interval (a guardrail's null reset_interval) never resets.
+    limits = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
+    pairs = _dedupe(limits, now)
+    reaped = False
+    for _attempt in range(3):
+        ids = _ensure_counters([key for key, _ in pairs])
+        checks = [(counter_id, limit) for counter_id, (_, limit) in zip(ids, pairs, strict=True)]
+        try:
+            return _reserve_once(checks, amount_units, now, request_id)
+        except _Refused as refused:
+            row = SpendCounter.objects.filter(id=refused.counter_id).first()
+            if row is None:  # the cached id is stale (rows removed by an operator): look the rows up again
+                _counter_ids.clear()
+                continue
+            if not reaped and reservations_reap(now=now):
+                reaped = True
+                continue
+            spent = row.spent_units + (row.byok_spent_units if refused.limit.include_byok else 0)
+            raise LimitExceeded(
+                limit=refused.limit,
+                spent_units=spent,
+                reserved_units=row.reserved_units,
+                amount_units=amount_units,
+                resets_at=period_end(refused.limit.interval, now),
+            )
+    raise RuntimeError("spend counters could not be resolved")
+
+
+def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
+    """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
+    field = "byok_spent_units" if is_byok else "spent_units"
+    with transaction.atomic():
+        _fast_commit()
+        still_held = SpendReservation.objects.filter(id=hold.reservation_id).delete()[0] > 0
+        for counter_id in hold.counter_ids:  # ascending, like reservations
+            updates = {}
+            if still_held and hold.amount_units:
+                updates["reserved_units"] = F("reserved_units") - hold.amount_units
+            if cost_units:
+                updates[field] = F(field) + cost_units
+            if updates:
+                SpendCounter.objects.filter(id=counter_id).update(**updates)
+
+
+def reservations_reap(*, now: datetime, batch: int = 500) -> int:
+    """Release the holds whose request never settled (its process died); returns how many were released."""
+    expired = list(
+        SpendReservation.objects.filter(expires_at__lte=now).values_list("id", "amount_units", "counter_ids")[:batch]
+    )
+    released = 0
+    for reservation_id, amount, counter_ids in expired:
+        with transaction.atomic():
+            if SpendReservation.objects.filter(id=reservation_id).delete()[0]:
+                for counter_id in sorted(counter_ids):
+                    SpendCounter.objects.filter(id=counter_id).update(reserved_units=F("reserved_units") - amount)
+                released += 1
+    return released

@@ -1,0 +1,125 @@
+"""Spend enforcement of the data plane: reserve the worst-case cost before the upstream call, settle after.
+
+Runs after GuardrailMiddleware (which appends guardrail limits to ctx.spend_limits) and before
+AccountingMiddleware (which records the Generation and sets ctx.outcome.cost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from budgets import counters
+from budgets.counters import Hold, LimitExceeded, spend_reserve, spend_settle, units_to_usd, usd_to_units
+from budgets.estimate import worst_case_cost
+from budgets.selectors import key_spend_limit, workspace_spend_limits
+from gateway_project.api.errors import GatewayError
+from gateway_project.api.serializers import format_timestamp
+from gateway_project.policy_cache import PolicyCache
+from inference.accounting import compute_cost
+from inference.pipeline.context import Candidate, Context, SpendLimit
+
+logger = logging.getLogger("gateway.budgets")
+
+_workspace_limits = PolicyCache("workspace-budgets")
+_load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
+_reserve = sync_to_async(spend_reserve, thread_sensitive=True)
+_settle = sync_to_async(spend_settle, thread_sensitive=True)
+
+
+def clear_caches() -> None:
+    """Forget cached budgets and counter ids (tests: the database was reset under the process)."""
+    _workspace_limits.clear()
+    counters._counter_ids.clear()
+
+
+async def _candidates(ctx: Context) -> list[Candidate]:
+    if ctx.candidates is not None:
+        return ctx.candidates
+    from inference.routing import resolve_candidates
+
+    return await resolve_candidates(ctx)
+
+
+async def applicable_limits(ctx: Context) -> list[SpendLimit]:
+    """Workspace budgets (cached per policy version), the key's own limit, and the guardrails' limits."""
+    principal = ctx.principal
+    workspace_id = principal.workspace_id
+    limits = list(
+        await _workspace_limits.get(ctx.policy_version, workspace_id, lambda: _load_workspace_limits(workspace_id))
+    )
+    key_limit = key_spend_limit(principal)
+    if key_limit is not None:
+        limits.append(key_limit)
+    limits.extend(ctx.spend_limits)
+    return limits
+
+
+def _usd(units: int) -> float:
+    return float(units_to_usd(units).quantize(units_to_usd(1)).normalize())
+
+
+def budget_exceeded_error(exc: LimitExceeded) -> GatewayError:
+    """402 naming the budget and when it resets."""
+    limit = exc.limit
+    resets = format_timestamp(exc.resets_at) if exc.resets_at else None
+    when = f"It resets at {resets}." if resets else "It never resets."
+    message = (
+        f"{limit.name} of ${limit.limit_usd.normalize():f} exceeded: ${units_to_usd(exc.spent_units):.6f} spent, "
+        f"${units_to_usd(exc.reserved_units):.6f} held by requests in flight, and this request may cost up to "
+        f"${units_to_usd(exc.amount_units):.6f}. {when}"
+    )
+    metadata = {
+        "budget": {
+            "scope": limit.scope,
+            "name": limit.name,
+            "interval": limit.interval,
+            "limit_usd": float(limit.limit_usd),
+            "spent_usd": _usd(exc.spent_units),
+            "reserved_usd": _usd(exc.reserved_units),
+            "resets_at": resets,
+        },
+        "request_max_cost_usd": _usd(exc.amount_units),
+    }
+    return GatewayError(402, message, metadata=metadata)
+
+
+class BudgetMiddleware:
+    """402 when any limit cannot take the request's worst-case cost; otherwise hold it, then settle."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        limits = await applicable_limits(ctx)
+        if not limits:
+            await self.get_response(ctx)
+            return
+        amount = usd_to_units(worst_case_cost(ctx.body, await _candidates(ctx)))
+        try:
+            hold = await _reserve(limits=limits, amount_units=amount, now=timezone.now(), request_id=ctx.request_id)
+        except LimitExceeded as exc:
+            raise budget_exceeded_error(exc) from None
+        ctx.reservation = hold
+        try:
+            await self.get_response(ctx)
+        finally:
+            await self._settle(ctx, hold)
+
+    async def _settle(self, ctx: Context, hold: Hold) -> None:
+        outcome = ctx.outcome
+        cost = outcome.cost
+        if not cost and outcome.candidate is not None:  # cut short before the handler priced it: as accounting does
+            cost = compute_cost(outcome.candidate, outcome.usage)
+        cost = cost if cost and cost > 0 else 0
+        settle = _settle(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
+        try:
+            # Shielded: a second cancellation must not leave the hold in place.
+            await asyncio.shield(settle)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("settling reservation %s failed; it is released when it expires", hold.reservation_id)

@@ -1,0 +1,141 @@
+"""Content filters over a Responses request: every input message and `instructions`.
+
+`scan(body, policy)` runs every filter of every applying guardrail once per text, and returns what it found
+per guardrail; `redact(body, ...)` rewrites the body in place so the provider receives the labels instead of
+the matches. Each built-in detector runs at most once per text even when several guardrails use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardrails.policy import ACTION_RANK, ContentFilter, EffectivePolicy, GuardrailRule
+
+
+@dataclass(slots=True)
+class TextSlot:
+    """One text of the request: where it lives in the body (container + key) and whose it is."""
+
+    container: Any
+    key: Any
+    role: str
+
+    @property
+    def text(self) -> str:
+        return self.container[self.key]
+
+
+@dataclass(slots=True)
+class Hit:
+    rule: GuardrailRule
+    filter: ContentFilter
+    slot: TextSlot
+    spans: list[tuple[int, int]]
+
+
+@dataclass(slots=True)
+class RuleResult:
+    """What one guardrail's filters found."""
+
+    rule: GuardrailRule
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def action(self) -> str:
+        if not self.hits:
+            return "none"
+        return max((h.filter.action for h in self.hits), key=ACTION_RANK.__getitem__)
+
+    def patterns(self, action: str | None = None) -> list[str]:
+        seen: dict[str, None] = {}
+        for hit in self.hits:
+            if action is None or hit.filter.action == action:
+                seen[hit.filter.pattern] = None
+        return list(seen)
+
+
+def _item_texts(item: dict, role: str) -> Iterator[TextSlot]:
+    content = item.get("content")
+    if isinstance(content, str):
+        yield TextSlot(item, "content", role)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield TextSlot(part, "text", role)
+    if isinstance(item.get("output"), str):  # function_call_output items carry tool results as `output`
+        yield TextSlot(item, "output", "tool")
+
+
+def request_texts(body: dict) -> list[TextSlot]:
+    """Every text of the request that content filters apply to."""
+    slots: list[TextSlot] = []
+    if isinstance(body.get("instructions"), str):
+        slots.append(TextSlot(body, "instructions", "system"))
+    data = body.get("input")
+    if isinstance(data, str):
+        slots.append(TextSlot(body, "input", "user"))
+    elif isinstance(data, list):
+        for item in data:
+            if isinstance(item, dict):
+                slots.extend(_item_texts(item, str(item.get("role") or "user")))
+    return slots
+
+
+def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
+    """Run every guardrail's content filters on every text of the request."""
+    slots = request_texts(body)
+    texts = [slot.text for slot in slots]
+    results: list[RuleResult] = []
+    memo: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    screened: dict[tuple[int, int], frozenset[int]] = {}
+    for rule in policy.rules:
+        if not rule.filters:
+            continue
+        result = RuleResult(rule)
+        for content_filter in rule.filters:
+            find, screen, pattern = content_filter.find, content_filter.screen, content_filter.pattern
+            for index, text in enumerate(texts):
+                if content_filter.user_only and slots[index].role != "user":
+                    continue
+                if screen is not None:
+                    matching = screened.get((id(screen), index))
+                    if matching is None:
+                        matching = screened[(id(screen), index)] = frozenset(screen.Match(text) or ())
+                    if content_filter.screen_index not in matching:
+                        continue
+                spans = memo.get((pattern, index))
+                if spans is None:
+                    spans = memo[(pattern, index)] = find(text)
+                if spans:
+                    result.hits.append(Hit(rule, content_filter, slots[index], spans))
+        results.append(result)
+    return results
+
+
+def redact(results: list[RuleResult]) -> int:
+    """Replace every redact-action match by its label, in place. Returns how many matches were replaced."""
+    per_slot: dict[int, tuple[TextSlot, list[tuple[int, int, str]]]] = {}  # keyed by id(slot)
+    for result in results:
+        for hit in result.hits:
+            if hit.filter.action != "redact":
+                continue
+            entry = per_slot.setdefault(id(hit.slot), (hit.slot, []))
+            entry[1].extend((start, end, hit.filter.label) for start, end in hit.spans)
+    replaced = 0
+    for slot, spans in per_slot.values():
+        text = slot.text
+        pieces: list[str] = []
+        cursor = 0
+        # Earliest first; of overlapping matches the longer one wins.
+        for start, end, label in sorted(spans, key=lambda s: (s[0], -(s[1] - s[0]))):
+            if start < cursor:
+                continue
+            pieces.append(text[cursor:start])
+            pieces.append(label)
+            cursor = end
+            replaced += 1
+        pieces.append(text[cursor:])
+        slot.container[slot.key] = "".join(pieces)
+    return replaced

@@ -1,0 +1,183 @@
+"""Guardrail enforcement in the inference chain: RegionMiddleware and GuardrailMiddleware.
+
+The effective policy of a key (workspace default ∩ its creator's member guardrail ∩ its own guardrail) is
+loaded once per (policy version, key) and kept in process (`PolicyCache`); any change to a guardrail or an
+assignment bumps the policy version, so it applies to the next request in every process.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from gateway_project.api.errors import GatewayError
+from gateway_project.policy_cache import PolicyCache
+from guardrails.content import RuleResult, redact, scan
+from guardrails.policy import EffectivePolicy, effective_policy
+from guardrails.selectors import rules_for_key
+from inference.pipeline.context import Context, SpendLimit
+
+_policies = PolicyCache("guardrail-policies")
+_EMPTY = EffectivePolicy()
+
+
+def _load_policy_sync(key_id, workspace_id, user_id) -> EffectivePolicy:
+    return effective_policy(rules_for_key(key_id=key_id, workspace_id=workspace_id, user_id=user_id))
+
+
+_load_policy = sync_to_async(_load_policy_sync, thread_sensitive=True)
+
+
+async def policy_for(ctx: Context) -> EffectivePolicy:
+    """The effective policy of the request's key (memoized in ctx.guardrail_policy)."""
+    if ctx.guardrail_policy is not None:
+        return ctx.guardrail_policy
+    principal = ctx.principal
+    if principal is None:
+        return _EMPTY
+    policy = await _policies.get(
+        ctx.policy_version,
+        principal.key_id,
+        lambda: _load_policy(principal.key_id, principal.workspace_id, principal.user_id),
+    )
+    ctx.guardrail_policy = policy
+    return policy
+
+
+def _host_regions() -> dict[str, str]:
+    mapping = getattr(settings, "GATEWAY_REGION_HOSTS", {}) or {}
+    hosts: dict[str, str] = {}
+    for region, value in mapping.items():
+        for host in value if isinstance(value, (list, tuple)) else str(value).split(";"):
+            if host.strip():
+                hosts[host.strip().lower()] = region
+    return hosts
+
+
+def region_for_host(host: str) -> str:
+    """The data region of an ingress host (port ignored); unknown hosts are `global`."""
+    name = (host or "").strip().lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[: name.find("]") + 1]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    return _host_regions().get(name, "global")
+
+
+def _refusal(message: str, metadata: dict[str, Any] | None = None) -> GatewayError:
+    """A 403; with `X-Service-Metadata: enabled` the consumer adds `service_metadata` with ctx.pipeline."""
+    return GatewayError(403, message, metadata=metadata)
+
+
+def _stage(rule, summary: str, action: str, detected: bool, engines: list[str], patterns: list[str]) -> dict:
+    return {
+        "type": "guardrail",
+        "name": rule.name,
+        "guardrail_id": str(rule.id),
+        "guardrail_scope": rule.scope,
+        "summary": summary,
+        "data": {"action": action, "detected": detected, "engines": engines, "patterns": patterns},
+    }
+
+
+class RegionMiddleware:
+    """Ingress host → ctx.region; 403 when the effective `allowed_data_regions` exclude it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        ctx.region = region_for_host(ctx.host)
+        policy = await policy_for(ctx)
+        if policy.allowed_regions is not None and ctx.region not in policy.allowed_regions:
+            allowed = ", ".join(sorted(policy.allowed_regions)) or "none"
+            for rule in policy.rules:
+                if rule.allowed_data_regions is not None and ctx.region not in rule.allowed_data_regions:
+                    summary = f"region {ctx.region} is not allowed"
+                    ctx.pipeline.append(_stage(rule, summary, "block", True, ["data-region"], [ctx.region]))
+            raise _refusal(
+                f"Requests through the {ctx.region} region are not allowed by a guardrail (allowed: {allowed})",
+                {"region": ctx.region, "allowed_data_regions": sorted(policy.allowed_regions)},
+            )
+        await self.get_response(ctx)
+
+
+class GuardrailMiddleware:
+    """Model/provider/data policy as routing filters, content filters (block, redact, flag), spend limits."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        policy = await policy_for(ctx)
+        if not policy.empty:
+            self._check_requested_models(ctx, policy)
+            ctx.endpoint_filters.extend(policy.endpoint_filters)
+            if policy.has_filters:
+                self._apply_content_filters(ctx, scan(ctx.body, policy))
+            ctx.spend_limits.extend(self._spend_limits(ctx, policy))
+        await self.get_response(ctx)
+
+    def _check_requested_models(self, ctx: Context, policy: EffectivePolicy) -> None:
+        if not policy.allowed_model_sets and not policy.ignored_models:
+            return
+        model = ctx.body.get("model")
+        if isinstance(model, str) and model and not policy.model_allowed(model):
+            raise _refusal(f"Model '{model}' is not allowed by a guardrail", {"model": model})
+        models = [m for m in ctx.body.get("models") or () if isinstance(m, str)]
+        if models and not model and not any(policy.model_allowed(m) for m in models):
+            names = ", ".join(f"'{m}'" for m in models)
+            raise _refusal(f"Models {names} are not allowed by a guardrail", {"models": models})
+
+    def _apply_content_filters(self, ctx: Context, results: list[RuleResult]) -> None:
+        blocked = [r for r in results if r.action == "block"]
+        for result in results:
+            ctx.pipeline.append(self._content_stage(result))
+        if blocked:
+            patterns = list(dict.fromkeys(p for r in blocked for p in r.patterns("block")))
+            names = ", ".join(f"'{r.rule.name}'" for r in blocked)
+            raise _refusal(f"Request blocked by guardrail {names}: content matched {len(patterns)} pattern(s)",
+                           {"patterns": patterns, "guardrail_ids": [str(r.rule.id) for r in blocked]})  # fmt: skip
+        if any(r.patterns("redact") for r in results):
+            redact(results)
+
+    @staticmethod
+    def _content_stage(result: RuleResult) -> dict:
+        rule = result.rule
+        engines = list(dict.fromkeys(f.engine for f in rule.filters))
+        patterns = result.patterns()
+        action = result.action
+        if action == "none":
+            summary = "no content filter matched"
+        else:
+            counts = {a: len(result.patterns(a)) for a in ("block", "redact", "flag")}
+            parts = [f"{verb} {counts[a]}" for a, verb in (("block", "blocked"), ("redact", "redacted"),
+                                                             ("flag", "flagged")) if counts[a]]  # fmt: skip
+            summary = ", ".join(parts) + " pattern(s)"
+        return _stage(rule, summary, action, action != "none", engines, patterns)
+
+    @staticmethod
+    def _spend_limits(ctx: Context, policy: EffectivePolicy) -> list[SpendLimit]:
+        principal = ctx.principal
+        limits = []
+        for rule in policy.rules:
+            if rule.limit_usd is None:
+                continue
+            if rule.scope == "member" and principal.user_id is not None:
+                subject = f"user:{principal.user_id}"
+            else:
+                subject = f"key:{principal.key_hash}"
+            limits.append(
+                SpendLimit(
+                    scope="guardrail",
+                    scope_id=f"{rule.id}:{subject}",
+                    name=f"guardrail '{rule.name}'",
+                    limit_usd=Decimal(rule.limit_usd),
+                    interval=rule.reset_interval or "lifetime",
+                    include_byok=rule.include_byok_in_budgets,
+                )
+            )
+        return limits

@@ -1,0 +1,195 @@
+"""The effective guardrail policy of a request: workspace default ∩ member guardrail ∩ key guardrail.
+
+Pure data, built once per (policy version, key) and cached by the middleware (DECISIONS.md §3): allow-lists
+intersect (each non-null list must admit a candidate), ignore-lists unite, restricting booleans win,
+`allowed_data_regions` intersect over non-null values, content filters all apply, each spending limit is
+checked on its own.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from guardrails.detectors import DETECTORS, LABELS
+from guardrails.regex import compile_pattern, compile_screen
+from inference.pipeline.context import Candidate, EndpointFilter
+
+ACTION_RANK = {"flag": 1, "redact": 2, "block": 3}
+ZDR_LETTERS = ("a", "b", "c", "d")
+DEFAULT_ZDR_VENDORS = {"a": "openai", "b": "anthropic", "c": "google", "d": "x-ai"}
+
+
+@dataclass(frozen=True, slots=True)
+class ContentFilter:
+    """One built-in or custom filter of one guardrail, ready to run."""
+
+    engine: str  # a built-in slug, or "regex"
+    pattern: str  # the built-in slug, or the regular expression
+    action: str  # block | redact | flag
+    label: str
+    user_only: bool
+    find: Callable[[str], list[tuple[int, int]]]
+    screen: Any = None  # an RE2 Set of all custom patterns of the guardrail: one pass says which can match
+    screen_index: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailRule:
+    """A snapshot of one guardrail that applies to the request, with the scope it applies through."""
+
+    id: uuid.UUID
+    name: str
+    scope: str  # workspace | member | api-key
+    allowed_data_regions: frozenset[str] | None
+    allowed_models: frozenset[str] | None  # expanded with catalog aliases (slug <-> canonical slug)
+    allowed_providers: frozenset[str] | None
+    ignored_models: frozenset[str]
+    ignored_providers: frozenset[str]
+    filters: tuple[ContentFilter, ...]
+    enable_free_model_publication: bool
+    enable_free_model_training: bool
+    enable_paid_model_training: bool
+    zdr: dict[str, bool]  # letter a..d and "other" -> enforce
+    include_byok_in_budgets: bool
+    limit_usd: Decimal | None
+    reset_interval: str | None
+
+
+def zdr_vendor_letters() -> dict[str, str]:
+    """Model vendor -> letter (a..d) from settings.GATEWAY_ZDR_VENDOR_A..D."""
+    letters = {}
+    for letter in ZDR_LETTERS:
+        vendor = getattr(settings, f"GATEWAY_ZDR_VENDOR_{letter.upper()}", None) or DEFAULT_ZDR_VENDORS[letter]
+        letters[vendor.lower()] = letter
+    return letters
+
+
+def build_filters(builtins: list[dict] | None, customs: list[dict] | None) -> tuple[ContentFilter, ...]:
+    filters = []
+    for entry in builtins or ():
+        slug = entry["slug"]
+        user_only = slug == "regex-prompt-injection" and entry.get("scan_scope") == "user_only"
+        filters.append(ContentFilter(slug, slug, entry["action"], LABELS[slug], user_only, DETECTORS[slug]))
+    customs = list(customs or ())
+    screen = compile_screen([entry["pattern"] for entry in customs]) if len(customs) > 1 else None
+    for index, entry in enumerate(customs):
+        compiled = compile_pattern(entry["pattern"])
+        filters.append(
+            ContentFilter(
+                "regex", entry["pattern"], entry["action"], entry.get("label") or "[REDACTED]", False,
+                lambda text, _p=compiled: [m.span() for m in _p.finditer(text)], screen, index,
+            )
+        )  # fmt: skip
+    return tuple(filters)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectivePolicy:
+    """What all applying guardrails decide together, plus the rules themselves for the pipeline stages."""
+
+    rules: tuple[GuardrailRule, ...] = ()
+    allowed_regions: frozenset[str] | None = None
+    endpoint_filters: tuple[EndpointFilter, ...] = ()
+    allowed_model_sets: tuple[frozenset[str], ...] = ()
+    ignored_models: frozenset[str] = frozenset()
+    has_filters: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not self.rules
+
+    def model_allowed(self, slug: str) -> bool:
+        """Whether a requested model slug (or canonical slug) passes every allow-list and no ignore-list."""
+        if slug in self.ignored_models:
+            return False
+        return all(slug in allowed for allowed in self.allowed_model_sets)
+
+
+def _endpoint_filters(rules: tuple[GuardrailRule, ...]) -> list[EndpointFilter]:
+    filters: list[EndpointFilter] = []
+    for rule in rules:
+        if rule.allowed_models is not None:
+            allowed = rule.allowed_models
+            filters.append(
+                EndpointFilter(
+                    f"model not allowed by guardrail '{rule.name}'",
+                    lambda c, a=allowed: c.model_slug in a or c.canonical_slug in a,
+                )
+            )
+        if rule.allowed_providers is not None:
+            providers = rule.allowed_providers
+            filters.append(
+                EndpointFilter(
+                    f"provider not allowed by guardrail '{rule.name}'", lambda c, p=providers: c.provider_slug in p
+                )
+            )
+    ignored_models = frozenset().union(*(r.ignored_models for r in rules))
+    if ignored_models:
+        filters.append(
+            EndpointFilter(
+                "model ignored by guardrail",
+                lambda c: c.model_slug not in ignored_models and c.canonical_slug not in ignored_models,
+            )
+        )
+    ignored_providers = frozenset().union(*(r.ignored_providers for r in rules))
+    if ignored_providers:
+        filters.append(
+            EndpointFilter("provider ignored by guardrail", lambda c: c.provider_slug not in ignored_providers)
+        )
+    filters.extend(_data_policy_filters(rules))
+    return filters
+
+
+def _data_policy_filters(rules: tuple[GuardrailRule, ...]) -> list[EndpointFilter]:
+    filters: list[EndpointFilter] = []
+    zdr = {key: any(r.zdr[key] for r in rules) for key in (*ZDR_LETTERS, "other")}
+    if any(zdr.values()):
+        letters = zdr_vendor_letters()
+
+        def zdr_allows(c: Candidate) -> bool:
+            return c.zdr or not zdr[letters.get(c.vendor.lower(), "other")]
+
+        filters.append(EndpointFilter("zero data retention required by guardrail", zdr_allows))
+    if not all(r.enable_paid_model_training for r in rules):
+        filters.append(
+            EndpointFilter(
+                "paid endpoint trains on data (guardrail)",
+                lambda c: c.is_free or not c.trains_on_data,
+            )
+        )
+    if not all(r.enable_free_model_training for r in rules):
+        filters.append(
+            EndpointFilter("free endpoint trains on data (guardrail)", lambda c: not (c.is_free and c.trains_on_data))
+        )
+    if not all(r.enable_free_model_publication for r in rules):
+        filters.append(
+            EndpointFilter(
+                "free endpoint publishes prompts (guardrail)", lambda c: not (c.is_free and c.publishes_prompts)
+            )
+        )
+    return filters
+
+
+def effective_policy(rules: list[GuardrailRule]) -> EffectivePolicy:
+    """Combine the applying guardrails (in order workspace, member, api-key) into one policy."""
+    if not rules:
+        return EffectivePolicy()
+    rules_t = tuple(rules)
+    regions = None
+    for rule in rules_t:
+        if rule.allowed_data_regions is not None:
+            regions = rule.allowed_data_regions if regions is None else regions & rule.allowed_data_regions
+    return EffectivePolicy(
+        rules=rules_t,
+        allowed_regions=regions,
+        endpoint_filters=tuple(_endpoint_filters(rules_t)),
+        allowed_model_sets=tuple(r.allowed_models for r in rules_t if r.allowed_models is not None),
+        ignored_models=frozenset().union(*(r.ignored_models for r in rules_t)),
+        has_filters=any(r.filters for r in rules_t),
+    )

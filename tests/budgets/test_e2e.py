@@ -1,0 +1,158 @@
+"""Budgets through the real ASGI app on a loopback port: 402 envelopes, settled costs, failures, disconnects."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from budgets.models import SpendCounter, SpendReservation
+from inference.models import Generation
+from tests.inference.conftest import add_endpoint, generations, wait_idle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def priced_echo(transactional_db):
+    """Echo endpoint at $0 per prompt token and $0.001 per completion token: cost = output words / 1000."""
+    from inference.routing import clear_caches
+
+    clear_caches()
+    return add_endpoint("echo/echo-1", "echo", prompt_price="0", completion_price="0.001")
+
+
+@pytest.fixture
+def http(gateway_server, org, priced_echo):
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        client.headers["Authorization"] = f"Bearer {org.inference_key}"
+        yield client
+    wait_idle()
+
+
+def put_budget(org, interval, limit, **extra):
+    response = org.client().put(
+        f"/api/v1/workspaces/{org.workspace.slug}/budgets/{interval}", {"limit_usd": limit, **extra}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def settled_counter(org, interval="daily", timeout=10.0) -> SpendCounter:
+    """The workspace counter once no request holds anything on it (settlement runs after the answer)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counter = SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval=interval)
+        if counter.reserved_units == 0 or time.monotonic() > deadline:
+            return counter
+        time.sleep(0.01)
+
+
+def ask(http, max_output_tokens=4, **extra):
+    # "a b c" → "Echo: a b c": 4 output tokens, $0.004; the worst case with max_output_tokens=4 is also $0.004.
+    return http.post(
+        "/responses", json={"model": "echo/echo-1", "input": "a b c", "max_output_tokens": max_output_tokens, **extra}
+    )
+
+
+def test_requests_pass_until_the_budget_is_spent_then_402_envelope(http, org):
+    put_budget(org, "daily", 0.012)
+    assert [ask(http).status_code for _ in range(3)] == [200, 200, 200]
+    response = ask(http)
+    assert response.status_code == 402
+    error = response.json()["error"]
+    assert error["code"] == 402
+    assert error["message"].startswith("Workspace 'default' daily budget of $0.012 exceeded")
+    assert "It resets at " in error["message"] and error["metadata"]["budget"]["interval"] == "daily"
+    streamed = ask(http, stream=True)  # refused before any stream starts
+    assert streamed.status_code == 402 and streamed.headers["content-type"] == "application/json"
+    rows = generations(3)
+    assert len(rows) == 3  # refused requests never reached routing
+    assert sum(r.cost for r in rows) == Decimal("0.012")
+    counter = settled_counter(org)
+    assert counter.spent_usd == Decimal("0.012") and not SpendReservation.objects.exists()
+
+
+def test_reservation_larger_than_the_actual_cost_is_released(http, org):
+    put_budget(org, "daily", 0.104)
+    first = ask(http, max_output_tokens=100)  # holds $0.100, costs $0.004
+    assert first.status_code == 200 and first.json()["usage"]["output_tokens"] == 4
+    generations(1)
+    counter = settled_counter(org)
+    assert counter.spent_usd == Decimal("0.004") and counter.reserved_units == 0
+    assert ask(http, max_output_tokens=100).status_code == 200  # $0.004 + $0.100 fits only after the release
+    assert ask(http, max_output_tokens=100).status_code == 402
+    generations(2)
+    assert settled_counter(org).spent_usd == sum(g.cost for g in Generation.objects.all()) == Decimal("0.008")
+
+
+def test_failed_upstream_call_costs_nothing(gateway_server, org, fake_upstream, monkeypatch, transactional_db):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", "sk-fake")
+    add_endpoint(
+        "fake/fail-500",
+        "fake",
+        api_format="openai-responses",
+        base_url=fake_upstream.base_url,
+        api_key_env="FAKE_UPSTREAM_KEY",
+        prompt_price="0.01",
+        completion_price="0.01",
+    )
+    put_budget(org, "daily", 5)
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        response = client.post(
+            "/responses",
+            headers={"Authorization": f"Bearer {org.inference_key}"},
+            json={"model": "fake/fail-500", "input": "hello", "max_output_tokens": 100},
+        )
+    assert response.status_code == 502
+    assert len(fake_upstream.requests) == 1
+    (row,) = generations(1)
+    assert row.status == "failed" and row.cost == 0
+    counter = settled_counter(org)
+    assert counter.spent_units == 0 and counter.reserved_units == 0
+
+
+def test_client_disconnect_releases_the_hold(gateway_server, org, fake_upstream, monkeypatch, transactional_db):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", "sk-fake")
+    add_endpoint(
+        "fake/hang",
+        "fake",
+        api_format="openai-responses",
+        base_url=fake_upstream.base_url,
+        api_key_env="FAKE_UPSTREAM_KEY",
+        prompt_price="0.01",
+        completion_price="0.01",
+    )
+    put_budget(org, "daily", 5)
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=1.0) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post(
+                "/responses",
+                headers={"Authorization": f"Bearer {org.inference_key}"},
+                json={"model": "fake/hang", "input": "hello", "max_output_tokens": 100},
+            )
+    assert fake_upstream.disconnected.wait(10)  # the gateway cancelled the upstream call
+    (row,) = generations(1)
+    assert row.status == "cancelled"
+    counter = settled_counter(org)
+    assert counter.reserved_units == 0 and counter.spent_units == 0
+    assert not SpendReservation.objects.exists()
+
+
+def test_key_limit_change_applies_to_the_next_request(http, org):
+    assert ask(http).status_code == 200
+    response = org.client().patch(f"/api/v1/keys/{org.inference_hash}", {"limit": 0.006}, format="json")
+    assert response.status_code == 200, response.content
+    # The lifetime limit starts from the key's recorded spend ($0.004): $0.004 + $0.004 > $0.006.
+    refused = ask(http)
+    assert refused.status_code == 402
+    assert refused.json()["error"]["message"].startswith("API key 'inference' limit of $0.006 exceeded")
+    assert "It never resets." in refused.json()["error"]["message"]
