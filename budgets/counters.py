@@ -22,9 +22,10 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import DecimalField, F, Q, Sum, Value
+from django.db.models import DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
+from budgets import counter_sql as sql
 from budgets.models import UNITS_PER_USD, SpendCounter, SpendReservation
 from gateway_project.periods import period_end, period_start
 from inference.pipeline.context import SpendLimit
@@ -80,16 +81,29 @@ def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendL
     return list(chosen.items())
 
 
-def _initial_spend(key: tuple) -> tuple[int, int]:
-    """Spend already recorded in the period before the counter existed (budget added mid-period)."""
+def _generations_of(scope: str, scope_id: str):
+    """The Generation rows whose spend a counter of this scope counts, or None when they cannot be told."""
     from inference.models import Generation
 
-    scope, scope_id, _interval, start = key
     if scope == "workspace":
-        rows = Generation.objects.filter(workspace_id=scope_id)
-    elif scope == "api-key":
-        rows = Generation.objects.filter(key_hash=scope_id)
-    else:
+        return Generation.objects.filter(workspace_id=scope_id)
+    if scope == "api-key":
+        return Generation.objects.filter(key_hash=scope_id)
+    if scope == "guardrail":  # "<guardrail id>:key:<key hash>" or "<guardrail id>:user:<user id>"
+        _, _, subject = scope_id.partition(":")
+        kind, _, value = subject.partition(":")
+        if kind == "key" and value:
+            return Generation.objects.filter(key_hash=value)
+        if kind == "user" and value:
+            return Generation.objects.filter(user_id=value)
+    return None
+
+
+def _initial_spend(key: tuple) -> tuple[int, int]:
+    """Spend already recorded in the period before the counter existed (a limit added mid-period)."""
+    scope, scope_id, _interval, start = key
+    rows = _generations_of(scope, scope_id)
+    if rows is None:
         return 0, 0
     zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
     totals = rows.filter(created_at__gte=start).aggregate(
@@ -135,32 +149,6 @@ def _ensure_counters(keys: list[tuple]) -> list[int]:
     return [_counter_ids[k] for k in keys]
 
 
-def _try_hold(counter_id: int, limit: SpendLimit, amount: int) -> bool:
-    """One atomic conditional increment: spent (+ BYOK spent) + reserved + amount <= limit."""
-    limit_units = usd_to_units(limit.limit_usd, round_up=False)
-    used_besides_spent = F("reserved_units") + (F("byok_spent_units") if limit.include_byok else Value(0))
-    rows = SpendCounter.objects.filter(id=counter_id)
-    if amount > 0:
-        rows = rows.filter(spent_units__lte=Value(limit_units - amount) - used_besides_spent)
-    else:  # a free request still needs the limit not to be reached
-        rows = rows.filter(spent_units__lt=Value(limit_units) - used_besides_spent)
-    return rows.update(reserved_units=F("reserved_units") + amount) == 1
-
-
-def _fast_commit() -> None:
-    """PostgreSQL: do not wait for the WAL flush when this transaction commits.
-
-    Other sessions see the commit at once, so the checks stay atomic; only a crash of the PostgreSQL server
-    itself can lose the last commits (at most 3 x wal_writer_delay, 600 ms by default). A lost hold is
-    harmless (its request settles without a hold to release); a lost settlement under-counts that
-    request's cost in the counter (its Generation row, written durably, still records it). Waiting for the
-    flush instead costs a disk sync per request on the thread every database call of the process shares.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
-
-
 class _Refused(Exception):
     def __init__(self, counter_id: int, limit: SpendLimit) -> None:
         self.counter_id = counter_id
@@ -169,20 +157,20 @@ class _Refused(Exception):
 
 def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
     ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
-    with transaction.atomic():
-        _fast_commit()
-        for counter_id, limit in sorted(checks, key=lambda item: item[0]):
-            if not _try_hold(counter_id, limit, amount):
+    checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.fast_commit(cursor)
+        for counter_id, limit in checks:
+            limit_units = usd_to_units(limit.limit_usd, round_up=False)
+            if not sql.hold(
+                cursor, counter_id=counter_id, amount=amount, limit_units=limit_units, include_byok=limit.include_byok
+            ):
                 raise _Refused(counter_id, limit)
-        ids = tuple(sorted(counter_id for counter_id, _ in checks))
-        reservation = SpendReservation.objects.create(
-            request_id=request_id[:100],
-            amount_units=amount,
-            counter_ids=list(ids),
-            created_at=now,
-            expires_at=now + ttl,
+        ids = tuple(counter_id for counter_id, _ in checks)
+        reservation_id = sql.insert_reservation(
+            cursor, request_id=request_id, amount=amount, counter_ids=list(ids), now=now, expires_at=now + ttl
         )
-    return Hold(reservation_id=reservation.id, counter_ids=ids, amount_units=amount)
+    return Hold(reservation_id=reservation_id, counter_ids=ids, amount_units=amount)
 
 
 def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:
@@ -217,18 +205,12 @@ def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime,
 
 def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
     """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
-    field = "byok_spent_units" if is_byok else "spent_units"
-    with transaction.atomic():
-        _fast_commit()
-        still_held = SpendReservation.objects.filter(id=hold.reservation_id).delete()[0] > 0
+    column = "byok_spent_units" if is_byok else "spent_units"
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.fast_commit(cursor)
+        release = hold.amount_units if sql.delete_reservation(cursor, hold.reservation_id) else 0
         for counter_id in hold.counter_ids:  # ascending, like reservations
-            updates = {}
-            if still_held and hold.amount_units:
-                updates["reserved_units"] = F("reserved_units") - hold.amount_units
-            if cost_units:
-                updates[field] = F(field) + cost_units
-            if updates:
-                SpendCounter.objects.filter(id=counter_id).update(**updates)
+            sql.apply(cursor, counter_id=counter_id, release=release, cost=cost_units, cost_column=column)
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:
@@ -238,9 +220,9 @@ def reservations_reap(*, now: datetime, batch: int = 500) -> int:
     )
     released = 0
     for reservation_id, amount, counter_ids in expired:
-        with transaction.atomic():
-            if SpendReservation.objects.filter(id=reservation_id).delete()[0]:
+        with transaction.atomic(), connection.cursor() as cursor:
+            if sql.delete_reservation(cursor, reservation_id):
                 for counter_id in sorted(counter_ids):
-                    SpendCounter.objects.filter(id=counter_id).update(reserved_units=F("reserved_units") - amount)
+                    sql.apply(cursor, counter_id=counter_id, release=amount, cost=0, cost_column="spent_units")
                 released += 1
     return released

@@ -87,6 +87,24 @@ def budget_exceeded_error(exc: LimitExceeded) -> GatewayError:
     return GatewayError(402, message, metadata=metadata)
 
 
+async def _reserve_or_release(**kwargs) -> Hold:
+    """Take the hold; if the client goes away meanwhile, let the reservation finish and release it at once."""
+    task = asyncio.ensure_future(_reserve(**kwargs))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await _release_when_reserved(task)
+        raise
+
+
+async def _release_when_reserved(task: asyncio.Future) -> None:
+    try:
+        hold = await task
+    except Exception:  # refused or failed: nothing is held
+        return
+    await asyncio.shield(_settle(hold=hold, cost_units=0, is_byok=False))
+
+
 class BudgetMiddleware:
     """402 when any limit cannot take the request's worst-case cost; otherwise hold it, then settle."""
 
@@ -98,9 +116,17 @@ class BudgetMiddleware:
         if not limits:
             await self.get_response(ctx)
             return
-        amount = usd_to_units(worst_case_cost(ctx.body, await _candidates(ctx)))
         try:
-            hold = await _reserve(limits=limits, amount_units=amount, now=timezone.now(), request_id=ctx.request_id)
+            candidates = await _candidates(ctx)
+        except GatewayError:
+            # Routing fails the same way inside the chain, where accounting records the failed request; hold
+            # nothing, but a limit already reached still refuses (DECISIONS §8).
+            candidates = []
+        amount = usd_to_units(worst_case_cost(ctx.body, candidates))
+        try:
+            hold = await _reserve_or_release(
+                limits=limits, amount_units=amount, now=timezone.now(), request_id=ctx.request_id
+            )
         except LimitExceeded as exc:
             raise budget_exceeded_error(exc) from None
         ctx.reservation = hold

@@ -6,7 +6,7 @@ import uuid
 from decimal import Decimal
 
 from accounts.models import Workspace
-from budgets.models import INTERVAL_ORDER, SpendCounter, WorkspaceBudget
+from budgets.models import INTERVAL_ORDER, WorkspaceBudget
 from inference.pipeline.context import SpendLimit
 
 _RANK = {interval: rank for rank, interval in enumerate(INTERVAL_ORDER)}
@@ -51,10 +51,3 @@ def key_spend_limit(principal) -> SpendLimit | None:
         interval=principal.limit_reset or "lifetime",
         include_byok=principal.include_byok_in_limit,
     )
-
-
-def counter_spend(*, scope: str, scope_id: str, interval: str, period_start) -> SpendCounter | None:
-    """The counter of one limit scope in one period, if it exists yet."""
-    return SpendCounter.objects.filter(
-        scope=scope, scope_id=scope_id, interval=interval, period_start=period_start
-    ).first()

@@ -12,6 +12,6 @@ budget_list = WorkspaceBudgetViewSet.as_view({"get": "list"})
 budget_detail = WorkspaceBudgetViewSet.as_view({"get": "retrieve", "put": "update", "delete": "destroy"})
 
 urlpatterns = [
-    path("workspaces/<str:workspace_id>/budgets", budget_list, name="workspace-budgets"),
-    path("workspaces/<str:workspace_id>/budgets/<str:interval>", budget_detail, name="workspace-budget"),
+    path("workspaces/<str:id>/budgets", budget_list, name="workspace-budgets"),
+    path("workspaces/<str:id>/budgets/<str:interval>", budget_detail, name="workspace-budget"),
 ]

@@ -20,9 +20,7 @@ from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.api.serializers import DeletedSerializer
 from gateway_project.api.viewsets import OrganizationViewSet
 
-WORKSPACE_PARAM = OpenApiParameter(
-    "workspace_id", OpenApiTypes.STR, OpenApiParameter.PATH, description="Workspace uuid or slug"
-)
+WORKSPACE_PARAM = OpenApiParameter("id", OpenApiTypes.STR, OpenApiParameter.PATH, description="Workspace uuid or slug")
 INTERVAL_PARAM = OpenApiParameter(
     "interval", OpenApiTypes.STR, OpenApiParameter.PATH, enum=list(INTERVAL_ORDER), description="Budget interval"
 )
@@ -37,7 +35,7 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
     pagination_class = None
 
     def _workspace(self) -> Workspace:
-        return workspace_get(organization_id=self.principal.organization_id, id_or_slug=self.kwargs["workspace_id"])
+        return workspace_get(organization_id=self.principal.organization_id, id_or_slug=self.kwargs["id"])
 
     def _interval(self) -> str:
         interval = self.kwargs["interval"]
@@ -50,7 +48,7 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
         return Response({"data": WorkspaceBudgetSerializer(budget).data, "include_byok_in_budgets": include_byok})
 
     @extend_schema(parameters=[WORKSPACE_PARAM], responses={200: BudgetListResponseSerializer})
-    def list(self, request, workspace_id=None):
+    def list(self, request, id=None):
         workspace = self._workspace()
         budgets = selectors.budget_list(workspace=workspace)
         return Response(
@@ -61,7 +59,7 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
         )
 
     @extend_schema(parameters=[WORKSPACE_PARAM, INTERVAL_PARAM], responses={200: BudgetResponseSerializer})
-    def retrieve(self, request, workspace_id=None, interval=None):
+    def retrieve(self, request, id=None, interval=None):
         workspace = self._workspace()
         budget = selectors.budget_get(workspace=workspace, interval=self._interval())
         if budget is None:
@@ -73,7 +71,7 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
         request=BudgetPutSerializer,
         responses={200: BudgetResponseSerializer},
     )
-    def update(self, request, workspace_id=None, interval=None):
+    def update(self, request, id=None, interval=None):
         workspace = self._workspace()
         interval = self._interval()
         data = self.validated(BudgetPutSerializer)
@@ -86,6 +84,6 @@ class WorkspaceBudgetViewSet(OrganizationViewSet):
         return self._one(budget, include_byok)
 
     @extend_schema(parameters=[WORKSPACE_PARAM, INTERVAL_PARAM], responses={200: DeletedSerializer})
-    def destroy(self, request, workspace_id=None, interval=None):
+    def destroy(self, request, id=None, interval=None):
         services.budget_delete(workspace=self._workspace(), interval=self._interval())
         return self.deleted_response()

@@ -144,14 +144,22 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             while not await writer.handle(event):
                 event = await events.__anext__()
         except StopAsyncIteration:
-            await writer.fail("Provider stream ended without a final event", "server", _meta(candidate, "server"))
+            await _fail_stream(ctx, writer, candidate, ProviderError(ProviderErrorKind.SERVER, "stream ended early"))
         except ProviderError as error:
-            ctx.outcome.error = GatewayError(502, error.message, metadata=_meta(candidate, "server", error.raw))
-            await writer.fail(error.message, ERROR_MAPPING[error.kind][1], _meta(candidate, error.kind, error.raw))
+            await _fail_stream(ctx, writer, candidate, error)
     finally:
         if writer is not None and ctx.outcome.status not in ("completed", "incomplete"):
             estimate_usage(ctx, writer.streamed_text())
         await events.aclose()
+
+
+async def _fail_stream(ctx: Context, writer: ResponseStream, candidate: Candidate, error: ProviderError) -> None:
+    """A failure after the first byte: no fallback any more; `error` + `response.failed` end the stream."""
+    status, error_type, _ = ERROR_MAPPING[error.kind]
+    metadata = _meta(candidate, error_type, error.raw)
+    ctx.outcome.error = GatewayError(status, f"Provider stream failed: {error.message}", metadata=metadata)
+    ctx.outcome.attempts[-1]["status"] = error.kind.value
+    await writer.fail(ctx.outcome.error.message, error_type, metadata)
 
 
 SECRET_NAMES = frozenset({"api_key", "apikey", "api-key", "authorization", "x-api-key", "secret", "password"})

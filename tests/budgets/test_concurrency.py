@@ -89,7 +89,7 @@ def two_gateways(transactional_db):
                     process.kill()
 
 
-async def fire(urls: list[str], key: str) -> list[int]:
+async def fire(urls: list[str], key: str, refusal: str) -> list[int]:
     body = {"model": "fake/slow-first-byte-400", "input": "hello", "max_output_tokens": 7}
     headers = {"Authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=REQUESTS)
@@ -98,14 +98,15 @@ async def fire(urls: list[str], key: str) -> list[int]:
         async def one(index: int) -> int:
             response = await client.post(f"{urls[index % 2]}/api/v1/responses", json=body, headers=headers)
             if response.status_code == 402:
-                assert response.json()["error"]["message"].startswith("Workspace 'default' daily budget")
+                assert response.json()["error"]["message"].startswith(refusal)
             return response.status_code
 
         return await asyncio.gather(*(one(i) for i in range(REQUESTS)))
 
 
-def test_fifty_parallel_requests_on_two_processes_admit_exactly_ten(two_gateways, org, fake_upstream):
-    add_endpoint(
+@pytest.fixture
+def slow_endpoint(fake_upstream):
+    return add_endpoint(
         "fake/slow-first-byte-400",
         "fake",
         api_format="openai-responses",
@@ -114,22 +115,51 @@ def test_fifty_parallel_requests_on_two_processes_admit_exactly_ten(two_gateways
         prompt_price="0",
         completion_price="0.001",
     )
-    limit = COST * ADMITTED
+
+
+def wait_settled(expected_rows: int) -> None:
+    deadline = time.monotonic() + 15
+    while Generation.objects.count() < expected_rows or SpendReservation.objects.exists():
+        assert time.monotonic() < deadline, "settlement did not finish"
+        time.sleep(0.05)
+
+
+def put_budget(org, limit: Decimal) -> None:
     response = org.client().put(
         f"/api/v1/workspaces/{org.workspace.id}/budgets/daily", {"limit_usd": float(limit)}, format="json"
     )
     assert response.status_code == 200
 
-    statuses = asyncio.run(fire(two_gateways, org.inference_key))
+
+def test_fifty_parallel_requests_on_two_processes_admit_exactly_ten(two_gateways, org, fake_upstream, slow_endpoint):
+    limit = COST * ADMITTED
+    put_budget(org, limit)
+
+    statuses = asyncio.run(fire(two_gateways, org.inference_key, "Workspace 'default' daily budget"))
 
     assert statuses.count(200) == ADMITTED, statuses
     assert statuses.count(402) == REQUESTS - ADMITTED, statuses
     assert len(fake_upstream.requests) == ADMITTED  # refused requests never went upstream
-    deadline = time.monotonic() + 15
-    while Generation.objects.count() < ADMITTED or SpendReservation.objects.exists():
-        assert time.monotonic() < deadline, "settlement did not finish"
-        time.sleep(0.05)
+    wait_settled(ADMITTED)
     recorded = sum(g.cost for g in Generation.objects.all())
     counter = SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval="daily")
     assert recorded <= limit and recorded == ADMITTED * COST
     assert counter.spent_usd == recorded and counter.reserved_units == 0
+
+
+def test_two_limits_at_once_hold_together_without_deadlock(two_gateways, org, fake_upstream, slow_endpoint):
+    """The key's limit (7 requests) binds before the workspace budget (10): every reservation locks both rows."""
+    put_budget(org, COST * ADMITTED)
+    response = org.client().patch(f"/api/v1/keys/{org.inference_hash}", {"limit": float(COST * 7)}, format="json")
+    assert response.status_code == 200
+
+    statuses = asyncio.run(fire(two_gateways, org.inference_key, "API key 'inference' limit"))
+
+    assert statuses.count(200) == 7 and statuses.count(402) == REQUESTS - 7, statuses
+    assert len(fake_upstream.requests) == 7
+    wait_settled(7)
+    recorded = sum(g.cost for g in Generation.objects.all())
+    assert recorded == 7 * COST
+    for scope, scope_id in (("workspace", str(org.workspace.id)), ("api-key", org.inference_hash)):
+        counter = SpendCounter.objects.get(scope=scope, scope_id=scope_id)
+        assert counter.spent_usd == recorded and counter.reserved_units == 0

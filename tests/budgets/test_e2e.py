@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 
 import httpx
@@ -10,7 +9,7 @@ import pytest
 
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Generation
-from tests.inference.conftest import add_endpoint, generations, wait_idle
+from tests.inference.conftest import add_endpoint, wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,14 +39,16 @@ def put_budget(org, interval, limit, **extra):
     return response.json()
 
 
-def settled_counter(org, interval="daily", timeout=10.0) -> SpendCounter:
-    """The workspace counter once no request holds anything on it (settlement runs after the answer)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        counter = SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval=interval)
-        if counter.reserved_units == 0 or time.monotonic() > deadline:
-            return counter
-        time.sleep(0.01)
+def settled_counter(org, interval="daily") -> SpendCounter:
+    """The workspace counter once the gateway finished every request (settlement runs after the answer)."""
+    wait_idle()
+    return SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval=interval)
+
+
+def generations() -> list[Generation]:
+    """The Generation rows once the gateway finished every request (SQLite: no read while it writes)."""
+    wait_idle()
+    return list(Generation.objects.order_by("created_at"))
 
 
 def ask(http, max_output_tokens=4, **extra):
@@ -68,7 +69,7 @@ def test_requests_pass_until_the_budget_is_spent_then_402_envelope(http, org):
     assert "It resets at " in error["message"] and error["metadata"]["budget"]["interval"] == "daily"
     streamed = ask(http, stream=True)  # refused before any stream starts
     assert streamed.status_code == 402 and streamed.headers["content-type"] == "application/json"
-    rows = generations(3)
+    rows = generations()
     assert len(rows) == 3  # refused requests never reached routing
     assert sum(r.cost for r in rows) == Decimal("0.012")
     counter = settled_counter(org)
@@ -79,13 +80,11 @@ def test_reservation_larger_than_the_actual_cost_is_released(http, org):
     put_budget(org, "daily", 0.104)
     first = ask(http, max_output_tokens=100)  # holds $0.100, costs $0.004
     assert first.status_code == 200 and first.json()["usage"]["output_tokens"] == 4
-    generations(1)
     counter = settled_counter(org)
     assert counter.spent_usd == Decimal("0.004") and counter.reserved_units == 0
     assert ask(http, max_output_tokens=100).status_code == 200  # $0.004 + $0.100 fits only after the release
     assert ask(http, max_output_tokens=100).status_code == 402
-    generations(2)
-    assert settled_counter(org).spent_usd == sum(g.cost for g in Generation.objects.all()) == Decimal("0.008")
+    assert settled_counter(org).spent_usd == sum(g.cost for g in generations()) == Decimal("0.008")
 
 
 def test_failed_upstream_call_costs_nothing(gateway_server, org, fake_upstream, monkeypatch, transactional_db):
@@ -111,7 +110,7 @@ def test_failed_upstream_call_costs_nothing(gateway_server, org, fake_upstream, 
         )
     assert response.status_code == 502
     assert len(fake_upstream.requests) == 1
-    (row,) = generations(1)
+    (row,) = generations()
     assert row.status == "failed" and row.cost == 0
     counter = settled_counter(org)
     assert counter.spent_units == 0 and counter.reserved_units == 0
@@ -140,7 +139,7 @@ def test_client_disconnect_releases_the_hold(gateway_server, org, fake_upstream,
                 json={"model": "fake/hang", "input": "hello", "max_output_tokens": 100},
             )
     assert fake_upstream.disconnected.wait(10)  # the gateway cancelled the upstream call
-    (row,) = generations(1)
+    (row,) = generations()
     assert row.status == "cancelled"
     counter = settled_counter(org)
     assert counter.reserved_units == 0 and counter.spent_units == 0
@@ -149,6 +148,7 @@ def test_client_disconnect_releases_the_hold(gateway_server, org, fake_upstream,
 
 def test_key_limit_change_applies_to_the_next_request(http, org):
     assert ask(http).status_code == 200
+    wait_idle()
     response = org.client().patch(f"/api/v1/keys/{org.inference_hash}", {"limit": 0.006}, format="json")
     assert response.status_code == 200, response.content
     # The lifetime limit starts from the key's recorded spend ($0.004): $0.004 + $0.004 > $0.006.
@@ -156,3 +156,61 @@ def test_key_limit_change_applies_to_the_next_request(http, org):
     assert refused.status_code == 402
     assert refused.json()["error"]["message"].startswith("API key 'inference' limit of $0.006 exceeded")
     assert "It never resets." in refused.json()["error"]["message"]
+
+
+def test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with(http, org):
+    response = org.client().patch(
+        f"/api/v1/keys/{org.inference_hash}", {"limit": 0.01, "limit_reset": "daily"}, format="json"
+    )
+    assert response.status_code == 200
+    assert [ask(http).status_code for _ in range(3)] == [200, 200, 402]  # $0.004 + $0.004, then $0.004 > $0.002
+    wait_idle()
+    key = http.get("/key").json()["data"]
+    assert key["usage"] == key["usage_daily"] == key["usage_weekly"] == key["usage_monthly"] == 0.008
+    assert key["limit"] == 0.01 and key["limit_remaining"] == pytest.approx(0.002)
+    counter = SpendCounter.objects.get(scope="api-key", scope_id=org.inference_hash, interval="daily")
+    assert counter.spent_usd == Decimal("0.008") and counter.reserved_units == 0
+
+
+def test_unknown_model_fails_as_without_a_budget_and_is_recorded(http, org):
+    put_budget(org, "daily", 1)
+    response = http.post("/responses", json={"model": "nobody/nothing", "input": "hi"})
+    assert response.status_code == 404 and "does not exist" in response.json()["error"]["message"]
+    (row,) = generations()
+    assert row.status == "failed" and row.error_code == 404 and row.cost == 0
+    counter = settled_counter(org)
+    assert counter.spent_units == 0 and counter.reserved_units == 0
+
+
+def test_stream_cut_by_the_client_is_charged_what_accounting_records(
+    gateway_server, org, fake_upstream, monkeypatch, transactional_db
+):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", "sk-fake")
+    add_endpoint(
+        "fake/slow-stream-300",
+        "fake",
+        api_format="openai-responses",
+        base_url=fake_upstream.base_url,
+        api_key_env="FAKE_UPSTREAM_KEY",
+        prompt_price="0.01",
+        completion_price="0.01",
+    )
+    put_budget(org, "daily", 5)
+    body = {"model": "fake/slow-stream-300", "input": "hello", "max_output_tokens": 100, "stream": True}
+    headers = {"Authorization": f"Bearer {org.inference_key}"}
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        with client.stream("POST", "/responses", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            for line in response.iter_lines():
+                if "response.output_text.delta" in line:
+                    break  # the client goes away after the first delta
+    assert fake_upstream.disconnected.wait(10)
+    (row,) = generations()
+    assert row.status == "cancelled"
+    assert row.cost > 0  # the tokens streamed before the cut are billed
+    counter = settled_counter(org)
+    assert counter.reserved_units == 0 and counter.spent_usd == row.cost
+    assert not SpendReservation.objects.exists()

@@ -227,18 +227,73 @@ def test_a_limit_change_applies_to_the_next_request(org, django_capture_on_commi
     assert upstream.calls == 1
 
 
-def test_spend_before_the_budget_existed_counts(org):
+def recorded_spend(org, cost, *, is_byok=False, days_ago=0):
     from inference.models import Generation
 
     Generation.objects.create(
         organization=org.organization,
         workspace=org.workspace,
         key_hash=org.inference_hash,
+        user=org.admin,
         status="completed",
-        cost=Decimal("0.95"),
-        created_at=timezone.now(),
+        cost=Decimal(cost),
+        is_byok=is_byok,
+        created_at=timezone.now() - timezone.timedelta(days=days_ago),
     )
+
+
+def test_spend_before_the_budget_existed_counts(org):
+    recorded_spend(org, "0.95")
+    recorded_spend(org, "5", days_ago=40)  # outside this day
+    recorded_spend(org, "3", is_byok=True)  # BYOK, not included
     budget(org, "daily", "1")
     with pytest.raises(GatewayError) as refused:
         request(org, Upstream())
     assert refused.value.metadata["budget"]["spent_usd"] == 0.95
+
+
+@pytest.mark.parametrize("subject", ["key", "user"])
+def test_guardrail_limit_counts_the_subjects_earlier_spend(org, subject):
+    recorded_spend(org, "0.95")
+    subject_id = org.inference_hash if subject == "key" else org.admin.id
+    limit = SpendLimit(
+        scope="guardrail",
+        scope_id=f"g9:{subject}:{subject_id}",
+        name="guardrail 'g'",
+        limit_usd=Decimal("1"),
+        interval="daily",
+    )
+    with pytest.raises(GatewayError) as refused:
+        request(org, Upstream(), spend_limits=[limit])
+    assert refused.value.message.startswith("guardrail 'g' of $1 exceeded: $0.950000 spent")
+
+
+def test_client_gone_while_the_hold_is_taken_releases_it(org, monkeypatch):
+    from asgiref.sync import async_to_sync
+
+    from budgets import middleware
+
+    budget(org, "daily", "1")
+    real_reserve = middleware._reserve
+
+    async def slow_reserve(**kwargs):
+        hold = await real_reserve(**kwargs)
+        await asyncio.sleep(0.05)  # the hold is taken, but the client disconnects before the middleware sees it
+        return hold
+
+    monkeypatch.setattr(middleware, "_reserve", slow_reserve)
+    upstream = Upstream()
+    ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
+
+    async def scenario():
+        task = asyncio.ensure_future(BudgetMiddleware(upstream)(ctx))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async_to_sync(scenario)()
+    assert upstream.calls == 0
+    counter = workspace_counter(org)
+    assert counter.reserved_units == 0 and counter.spent_units == 0
+    assert not SpendReservation.objects.exists()

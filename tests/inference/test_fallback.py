@@ -188,10 +188,12 @@ def test_error_after_first_byte_is_error_then_failed(http, upstream, upstream_mo
     assert events[-1] == "[DONE]"
     assert [e["type"] for e in events[-3:-1]] == ["error", "response.failed"]
     assert events[-2]["response"]["status"] == "failed" and events[-2]["response"]["error"]["message"]
+    assert events[-3]["code"] == "server" and events[-3]["metadata"]["provider_name"] == "p-cut"
+    assert events[-2]["response"]["error_type"] == "server"
     assert [e["sequence_number"] for e in events[:-1]] == list(range(len(events) - 1))
     assert [r.model for r in upstream.requests] == [upstream_model]  # no fallback after the first byte
     [row] = generations(1)
-    assert row.status == "failed" and row.provider == "p-cut" and row.streamed
+    assert row.status == "failed" and row.provider == "p-cut" and row.streamed and row.error_code == 502
 
 
 def test_sticky_session_keeps_the_endpoint_that_served(http, upstream):
