@@ -70,7 +70,7 @@ class Call:
 
 
 @pytest.fixture
-def gateway(transactional_db):
+def gateway(transactional_db, request):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (DATABASE_URL)")
     env = {
@@ -90,8 +90,9 @@ def gateway(transactional_db):
         finally:
             process.terminate()
             process.wait(timeout=20)
-            log.seek(0)
-            print(log.read().decode(errors="replace")[-5000:])
+            if request.session.testsfailed:  # the gateway's log only when the test failed
+                log.seek(0)
+                print(log.read().decode(errors="replace")[-5000:])
 
 
 def one_call(client: httpx.Client, plane: str, org) -> Call:
