@@ -14,6 +14,8 @@ export UPSTREAM_PORT=9100 BENCH_API_FORMAT=${BENCH_API_FORMAT:-openai-responses}
 export DATABASE_URL=${BENCH_DATABASE_URL:-sqlite:////tmp/gateway-compare.sqlite3}
 export REDIS_URL=${BENCH_REDIS_URL:-}
 export DJANGO_DEBUG=false DJANGO_SECRET_KEY=${DJANGO_SECRET_KEY:-bench-only-secret-key-0123456789abcdefghijklmnop}
+export GATEWAY_BYOK_ENCRYPTION_KEYS=${GATEWAY_BYOK_ENCRYPTION_KEYS:-$("$root/.venv/bin/python" -c \
+  'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')}
 export GATEWAY_LOG_LEVEL=WARNING BENCH_KEY=sk-fake
 case $DATABASE_URL in sqlite:////tmp/gateway-compare.sqlite3) rm -f /tmp/gateway-compare.sqlite3;; esac
 KEY=$(.venv/bin/python bench/prepare.py | tail -1)

@@ -20,6 +20,8 @@ export UPSTREAM_PORT BENCH_API_FORMAT=${BENCH_API_FORMAT:-openai-responses}
 export DATABASE_URL=${BENCH_DATABASE_URL:-sqlite:////tmp/gateway-bench.sqlite3}
 export REDIS_URL=${BENCH_REDIS_URL:-}
 export DJANGO_DEBUG=false DJANGO_SECRET_KEY=${DJANGO_SECRET_KEY:-bench-only-secret-key-0123456789abcdefghijklmnop}
+export GATEWAY_BYOK_ENCRYPTION_KEYS=${GATEWAY_BYOK_ENCRYPTION_KEYS:-$("$root/.venv/bin/python" -c \
+  'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())')}
 export GATEWAY_LOG_LEVEL=WARNING BENCH_KEY=sk-bench-upstream
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 case $DATABASE_URL in sqlite:////tmp/gateway-bench.sqlite3) rm -f /tmp/gateway-bench.sqlite3;; esac

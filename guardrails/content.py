@@ -49,10 +49,11 @@ class RuleResult:
         return max((h.filter.action for h in self.hits), key=ACTION_RANK.__getitem__)
 
     def patterns(self, action: str | None = None) -> list[str]:
+        """The labels of the filters that matched (never the regular expressions, which may be confidential)."""
         seen: dict[str, None] = {}
         for hit in self.hits:
             if action is None or hit.filter.action == action:
-                seen[hit.filter.pattern] = None
+                seen[hit.filter.label] = None
         return list(seen)
 
 

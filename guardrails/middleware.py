@@ -47,13 +47,21 @@ async def policy_for(ctx: Context) -> EffectivePolicy:
     return policy
 
 
+_hosts_cache: tuple[Any, dict[str, str]] = (None, {})
+
+
 def _host_regions() -> dict[str, str]:
+    """Host -> region from settings.GATEWAY_REGION_HOSTS (rebuilt only when that setting object changes)."""
+    global _hosts_cache
     mapping = getattr(settings, "GATEWAY_REGION_HOSTS", {}) or {}
+    if _hosts_cache[0] is mapping:
+        return _hosts_cache[1]
     hosts: dict[str, str] = {}
     for region, value in mapping.items():
         for host in value if isinstance(value, (list, tuple)) else str(value).split(";"):
             if host.strip():
                 hosts[host.strip().lower()] = region
+    _hosts_cache = (mapping, hosts)  # holding the setting object: its identity cannot be reused meanwhile
     return hosts
 
 

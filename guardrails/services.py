@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import ApiKey, Organization, User, Workspace
@@ -72,13 +72,15 @@ def guardrail_update(*, guardrail: Guardrail, data: dict) -> Guardrail:
     return guardrail
 
 
-@transaction.atomic
 def default_guardrail_update(*, workspace: Workspace, data: dict) -> Guardrail:
-    """PATCH of a workspace's default guardrail: materialized by its first PATCH."""
-    guardrail = Guardrail.objects.select_for_update().filter(workspace=workspace, is_default=True).first()
-    if guardrail is None:
-        if "name" in data:
-            raise validation_error("name", "the name of a workspace default guardrail follows its workspace")
+    """PATCH of a workspace's default guardrail: materialized by its first PATCH (two concurrent first PATCHes:
+    one creates it, the other then updates it)."""
+    if "name" in data:
+        raise validation_error("name", "the name of a workspace default guardrail follows its workspace")
+    for _ in range(2):
+        guardrail = Guardrail.objects.filter(workspace=workspace, is_default=True).first()
+        if guardrail is not None:
+            return guardrail_update(guardrail=guardrail, data=data)
         guardrail = Guardrail(
             id=workspace.default_guardrail_id,
             organization_id=workspace.organization_id,
@@ -87,9 +89,13 @@ def default_guardrail_update(*, workspace: Workspace, data: dict) -> Guardrail:
             name=workspace.name,
         )
         _apply(guardrail, data)
-        guardrail.save(force_insert=True)
+        try:
+            with transaction.atomic():
+                guardrail.save(force_insert=True)
+        except IntegrityError:
+            continue
         return guardrail
-    return guardrail_update(guardrail=guardrail, data=data)
+    raise GatewayError(409, "The workspace default guardrail was changed concurrently; retry")
 
 
 def guardrail_delete(*, guardrail: Guardrail) -> None:

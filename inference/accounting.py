@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import orjson
 from django.db import transaction
 
 from inference.models import Generation
@@ -148,13 +149,41 @@ def build_generation(ctx: Context) -> Generation:
     )
 
 
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value, default=str).decode()
+
+
+def insert_generations(rows: list[Generation]) -> None:
+    """The INSERT of a batch. On PostgreSQL one statement run with `executemany` (psycopg pipelines it) and
+    the values passed as they are (JSON wrapped as jsonb): a fraction of the CPU of Django's per-field
+    preparation. Other databases use `bulk_create`."""
+    conn = transaction.get_connection()
+    if conn.vendor != "postgresql":
+        Generation.objects.bulk_create(rows)
+        return
+    from psycopg.types.json import Jsonb
+
+    fields = Generation._meta.concrete_fields
+    json_fields = {f.attname for f in fields if f.get_internal_type() == "JSONField"}
+    names = [f.attname for f in fields]
+    columns = ", ".join(conn.ops.quote_name(f.column) for f in fields)
+    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [
+        [Jsonb(getattr(row, name), dumps=_json_dumps) if name in json_fields else getattr(row, name) for name in names]
+        for row in rows
+    ]
+    sql = f"INSERT INTO {conn.ops.quote_name(Generation._meta.db_table)} ({columns}) VALUES {placeholders}"
+    with conn.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
 def record_generations_sync(contexts: list[Context]) -> list[Generation]:
     """Write the rows of several requests in one transaction (signals per row, around one bulk insert)."""
     rows = [build_generation(ctx) for ctx in contexts]
     with transaction.atomic():
         for row, ctx in zip(rows, contexts, strict=True):
             generation_recording.send(sender=Generation, generation=row, ctx=ctx)
-        Generation.objects.bulk_create(rows)
+        insert_generations(rows)
         for row, ctx in zip(rows, contexts, strict=True):
             generation_recorded.send(sender=Generation, generation=row, ctx=ctx)
     return rows

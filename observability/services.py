@@ -272,3 +272,22 @@ def outbox_purge_delivered(*, older_than) -> int:
     """Delete delivered rows delivered before `older_than` (dead rows stay for the admin); returns how many."""
     deleted, _ = OutboxEntry.objects.filter(status=DeliveryStatus.DELIVERED, delivered_at__lt=older_than).delete()
     return deleted
+
+
+def destination_secrets_reencrypt() -> tuple[int, list[uuid.UUID]]:
+    """Re-encrypt every destination's secret config under the first encryption key (key rotation).
+
+    Returns (how many were re-encrypted, ids that no configured key can decrypt).
+    """
+    from gateway_project.encryption import DecryptionFailed, rotate_secret
+
+    rotated, failed = 0, []
+    for destination in Destination.objects.exclude(secret_config="").only("id", "secret_config").iterator():
+        try:
+            token = rotate_secret(destination.secret_config)
+        except DecryptionFailed:
+            failed.append(destination.id)
+            continue
+        Destination.objects.filter(pk=destination.pk).update(secret_config=token)
+        rotated += 1
+    return rotated, failed

@@ -214,3 +214,22 @@ def test_stream_cut_by_the_client_is_charged_what_accounting_records(
     counter = settled_counter(org)
     assert counter.reserved_units == 0 and counter.spent_usd == row.cost
     assert not SpendReservation.objects.exists()
+
+
+def test_byok_spend_counts_toward_the_budget_only_when_included(http, org):
+    from byok.services import provider_credential_create
+
+    provider_credential_create(
+        organization=org.organization, provider="echo", raw_key="sk-echo-byok-Budget7Kp2Vx9Lm5Qz8W", workspace=None
+    )
+    put_budget(org, "daily", 0.008)
+    for _ in range(3):  # $0.012 of BYOK spend: over the $0.008 budget, but BYOK does not count yet
+        response = ask(http)
+        wait_idle()  # the hold (taken whatever key will pay) is released once the request settled
+        assert response.status_code == 200 and response.json()["usage"]["is_byok"] is True
+    counter = settled_counter(org)
+    assert counter.spent_units == 0 and counter.byok_spent_usd == Decimal("0.012")
+    assert put_budget(org, "daily", 0.008, include_byok_in_budgets=True)["include_byok_in_budgets"] is True
+    refused = ask(http)
+    assert refused.status_code == 402
+    assert refused.json()["error"]["metadata"]["budget"]["spent_usd"] == 0.012

@@ -275,10 +275,12 @@ def test_client_gone_while_the_hold_is_taken_releases_it(org, monkeypatch):
 
     budget(org, "daily", "1")
     real_reserve = middleware._reserve
+    taken = {}
 
     async def slow_reserve(**kwargs):
         hold = await real_reserve(**kwargs)
-        await asyncio.sleep(0.05)  # the hold is taken, but the client disconnects before the middleware sees it
+        taken["event"].set()
+        await asyncio.sleep(0.2)  # the hold is taken, but the client disconnects before the middleware sees it
         return hold
 
     monkeypatch.setattr(middleware, "_reserve", slow_reserve)
@@ -286,8 +288,9 @@ def test_client_gone_while_the_hold_is_taken_releases_it(org, monkeypatch):
     ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
 
     async def scenario():
+        taken["event"] = asyncio.Event()
         task = asyncio.ensure_future(BudgetMiddleware(upstream)(ctx))
-        await asyncio.sleep(0.01)
+        await asyncio.wait_for(taken["event"].wait(), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

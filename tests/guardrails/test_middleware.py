@@ -153,7 +153,7 @@ def test_block_is_403_with_patterns_and_pipeline(org):
         run(ctx)
     error = blocked.value
     assert error.status == 403
-    assert error.metadata["patterns"] == ["email", r"ACCT-\d{4}"]
+    assert error.metadata["patterns"] == ["[EMAIL]", "[ACCT]"]
     assert "bob@example.com" not in str(error.envelope())
     stage = ctx.pipeline[0]
     assert stage["type"] == "guardrail" and stage["name"] == "pii" and stage["guardrail_id"] == str(g.id)
@@ -182,7 +182,7 @@ def test_flag_detects_only(org):
     ctx = make_ctx(org.inference_hash, {"model": "m", "input": "my ssn is 123-45-6789"})
     run(ctx)
     assert ctx.body["input"] == "my ssn is 123-45-6789"
-    assert ctx.pipeline[0]["data"] == {"action": "flag", "detected": True, "engines": ["ssn"], "patterns": ["ssn"]}
+    assert ctx.pipeline[0]["data"] == {"action": "flag", "detected": True, "engines": ["ssn"], "patterns": ["[SSN]"]}
 
 
 def test_nothing_detected_stage(org):
@@ -268,7 +268,7 @@ def test_intersection_of_three_guardrails(org):
     with pytest.raises(GatewayError) as blocked:
         run(make_ctx(org.inference_hash, {"model": "openai/gpt-4o-mini", "input": "ssn 123-45-6789"},
                      host="eu.gw.test"))  # fmt: skip
-    assert blocked.value.metadata["patterns"] == ["ssn"]
+    assert blocked.value.metadata["patterns"] == ["[SSN]"]
 
 
 def test_change_applies_to_the_next_request(org, django_capture_on_commit_callbacks):
@@ -309,5 +309,17 @@ def test_several_custom_patterns_each_apply_where_they_match(org):
     run(ctx)
     assert ctx.body["input"][0]["content"][0]["text"] == "[ACCT] and [TICKET] about PROJECT  Falcon"
     assert ctx.body["instructions"] == "see [TICKET]"
-    assert ctx.pipeline[0]["data"]["patterns"] == [r"ACCT-\d{4}", r"(?i)project\s+falcon", r"ticket #\d+"]
+    assert ctx.pipeline[0]["data"]["patterns"] == ["[ACCT]", "[CODENAME]", "[TICKET]"]
     assert ctx.pipeline[0]["summary"] == "redacted 2, flagged 1 pattern(s)"
+
+
+@pytest.mark.parametrize(
+    ("host", "region"),
+    [("eu1.gw.test", "europe"), ("EU2.gw.test:443", "europe"), ("us.gw.test", "us"), ("[::1]:8000", "global"),
+     ("", "global"), ("eu1.gw.test.evil.com", "global")],
+)  # fmt: skip
+def test_region_for_host(host, region):
+    from guardrails.middleware import region_for_host
+
+    with override_settings(GATEWAY_REGION_HOSTS={"europe": "eu1.gw.test;eu2.gw.test", "us": "us.gw.test"}):
+        assert region_for_host(host) == region

@@ -282,3 +282,23 @@ def test_destination_admin_pages(org, api):
     destination = Destination.objects.get()
     page = client.get(f"/admin/observability/destination/{destination.pk}/change/").content.decode()
     assert "sk-l...mnop" in page and "sk-lf-abcdefghijklmnop" not in page
+
+
+def test_encryption_key_rotation_reencrypts_destination_secrets(api, settings):
+    from io import StringIO
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [old]
+    destination_id = create(api).json()["data"]["id"]
+    before = Destination.objects.get(pk=destination_id).secret_config
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [new, old]
+    out = StringIO()
+    call_command("rotate_byok_encryption", stdout=out)
+    assert "Re-encrypted 1 destination secret config(s)" in out.getvalue()
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [new]  # the old key can go now
+    destination = Destination.objects.get(pk=destination_id)
+    assert destination.secret_config != before
+    assert destination.full_config()["secretKey"] == LANGFUSE["secretKey"]
