@@ -88,6 +88,8 @@ if __name__ == "__main__":
         profile.enable()
         uvloop.run(main(total, concurrency))
         profile.disable()
-        pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(40)
+        pstats.Stats(profile).sort_stats(os.environ.get("SORT", "tottime")).print_stats(
+            int(os.environ.get("LINES", "40"))
+        )
     else:
         uvloop.run(main(total, concurrency))

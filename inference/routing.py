@@ -80,8 +80,8 @@ def load_catalog_snapshot() -> dict[str, list[Candidate]]:
     for endpoint in endpoints.order_by("model__slug", "provider__slug"):
         by_slug.setdefault(endpoint.model.slug, []).append(candidate_from_endpoint(endpoint))
     for candidates in list(by_slug.values()):
-        canonical = candidates[0].canonical_slug
-        by_slug.setdefault(canonical, candidates)
+        candidates.sort(key=_price_key)  # stable: equal prices keep the provider slug order
+        by_slug.setdefault(candidates[0].canonical_slug, candidates)
     return by_slug
 
 
@@ -181,14 +181,10 @@ def _order(ctx: Context, candidates: list[Candidate], model_rank: dict[str, int]
     body = ctx.body
     prefs = body.get("provider") or {}
     by, partition = _sort_settings(body)
-    if by == "price" or not by:
-        # Cheapest first by default; `sort: price` with partition `none` ignores the model order.
-        key = (
-            (lambda c: _price_key(c)) if partition == "none" else (lambda c: (model_rank[c.model_slug], _price_key(c)))
-        )
-        candidates = sorted(candidates, key=key)
-    else:
-        candidates = sorted(candidates, key=lambda c: model_rank[c.model_slug]) if partition == "model" else candidates
+    # The snapshot lists each model's endpoints cheapest first and candidates come model by model, so the
+    # default order (and `sort: price` within each model) is already there; partition `none` sorts across.
+    if by == "price" and partition == "none":
+        candidates = sorted(candidates, key=_price_key)
     order = prefs.get("order")
     if order:
         rank = {slug: i for i, slug in enumerate(order)}

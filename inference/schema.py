@@ -13,6 +13,7 @@ import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema_parts as parts
+from inference.schema_provider import check_provider
 
 Checker = Callable[[str, Any], None]
 
@@ -221,7 +222,7 @@ CHECKERS: dict[str, Checker] = {
     "prompt": parts.check_prompt,
     "prompt_cache_key": _string,
     "prompt_cache_options": parts.check_prompt_cache_options,
-    "provider": parts.check_provider,
+    "provider": check_provider,
     "reasoning": parts.check_reasoning,
     "route": _enum(ROUTE_VALUES),
     "safety_identifier": _identifier,

@@ -29,9 +29,6 @@ REASONING_SUMMARIES = frozenset({"auto", "concise", "detailed"})
 TEXT_FORMATS = frozenset({"text", "json_object", "json_schema"})
 VERBOSITIES = frozenset({"low", "medium", "high"})
 TOOL_CHOICE_STRINGS = frozenset({"auto", "none", "required"})
-SORT_BY = frozenset({"price", "throughput", "latency"})
-SORT_PARTITIONS = frozenset({"model", "none"})
-DATA_COLLECTION = frozenset({"allow", "deny"})
 TOOL_SEARCH = "service:tool_search"
 STOP_CONDITIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
     "step_count_is": ("step_count", int),
@@ -42,21 +39,21 @@ STOP_CONDITIONS: dict[str, tuple[str, type | tuple[type, ...]]] = {
 }
 
 
-def _allowed(values: frozenset[str]) -> str:
+def allowed_values(values: frozenset[str]) -> str:
     return ", ".join(sorted(values))
 
 
-def _require_object(name: str, value: Any) -> dict[str, Any]:
+def require_object(name: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise validation_error(name, "must be an object")
     return value
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _string_list(name: str, value: Any) -> None:
+def string_list(name: str, value: Any) -> None:
     if not isinstance(value, list):
         raise validation_error(name, "must be an array of strings")
     for index, item in enumerate(value):
@@ -65,7 +62,7 @@ def _string_list(name: str, value: Any) -> None:
 
 
 def _cache_control(name: str, value: Any) -> None:
-    value = _require_object(name, value)
+    value = require_object(name, value)
     if value.get("type") != "ephemeral":
         raise validation_error(f"{name}.type", "is required and must be ephemeral")
     if "ttl" in value and not isinstance(value["ttl"], str):
@@ -80,7 +77,7 @@ def check_cache_control(name: str, value: Any) -> None:
 def check_debug(name: str, value: Any) -> None:
     if value is None:
         return
-    value = _require_object(name, value)
+    value = require_object(name, value)
     if "echo_upstream_body" in value and not isinstance(value["echo_upstream_body"], bool):
         raise validation_error(f"{name}.echo_upstream_body", "must be a boolean")
 
@@ -88,7 +85,7 @@ def check_debug(name: str, value: Any) -> None:
 def check_image_config(name: str, value: Any) -> None:
     if value is None:
         return
-    for key, item in _require_object(name, value).items():
+    for key, item in require_object(name, value).items():
         if isinstance(item, bool) or not isinstance(item, (str, int, float, list)):
             raise validation_error(f"{name}.{key}", "must be a string, a number or an array")
 
@@ -115,7 +112,7 @@ def _input_item(name: str, item: Any) -> None:
         return
     role = item.get("role")
     if role not in ROLES:
-        raise validation_error(f"{name}.role", f"must be one of {_allowed(ROLES)}")
+        raise validation_error(f"{name}.role", f"must be one of {allowed_values(ROLES)}")
     content = item.get("content")
     if isinstance(content, str):
         return
@@ -140,7 +137,7 @@ def _auto_router(name: str, plugin: dict[str, Any]) -> None:
             raise validation_error(f"{name}.{key}", "must be a boolean")
     for key in ("allowed_models", "excluded_models"):
         if key in plugin:
-            _string_list(f"{name}.{key}", plugin[key])
+            string_list(f"{name}.{key}", plugin[key])
     if "cost_tier" in plugin and not isinstance(plugin["cost_tier"], str):
         raise validation_error(f"{name}.cost_tier", "must be a string")
 
@@ -150,9 +147,9 @@ def check_plugins(name: str, value: Any) -> None:
         raise validation_error(name, "must be an array of plugin objects")
     for index, plugin in enumerate(value):
         item = f"{name}[{index}]"
-        plugin = _require_object(item, plugin)
+        plugin = require_object(item, plugin)
         if plugin.get("id") not in PLUGIN_IDS:
-            raise validation_error(f"{item}.id", f"must be one of {_allowed(PLUGIN_IDS)}")
+            raise validation_error(f"{item}.id", f"must be one of {allowed_values(PLUGIN_IDS)}")
         if plugin["id"] == "auto-router":
             _auto_router(item, plugin)
 
@@ -160,7 +157,7 @@ def check_plugins(name: str, value: Any) -> None:
 def check_prompt(name: str, value: Any) -> None:
     if value is None:
         return
-    value = _require_object(name, value)
+    value = require_object(name, value)
     if not isinstance(value.get("id"), str) or not value["id"]:
         raise validation_error(f"{name}.id", "is required and must be a string")
     if "variables" in value and value["variables"] is not None and not isinstance(value["variables"], dict):
@@ -170,7 +167,7 @@ def check_prompt(name: str, value: Any) -> None:
 def check_prompt_cache_options(name: str, value: Any) -> None:
     if value is None:
         return
-    value = _require_object(name, value)
+    value = require_object(name, value)
     if "mode" in value and value["mode"] != "explicit":
         raise validation_error(f"{name}.mode", "must be explicit")
     if "ttl" in value and not isinstance(value["ttl"], str):
@@ -180,13 +177,13 @@ def check_prompt_cache_options(name: str, value: Any) -> None:
 def check_reasoning(name: str, value: Any) -> None:
     if value is None:
         return
-    value = _require_object(name, value)
+    value = require_object(name, value)
     effort = value.get("effort")
     if effort is not None and effort not in REASONING_EFFORTS:
-        raise validation_error(f"{name}.effort", f"must be one of {_allowed(REASONING_EFFORTS)}")
+        raise validation_error(f"{name}.effort", f"must be one of {allowed_values(REASONING_EFFORTS)}")
     summary = value.get("summary")
     if summary is not None and summary not in REASONING_SUMMARIES:
-        raise validation_error(f"{name}.summary", f"must be one of {_allowed(REASONING_SUMMARIES)}")
+        raise validation_error(f"{name}.summary", f"must be one of {allowed_values(REASONING_SUMMARIES)}")
     if "enabled" in value and value["enabled"] is not None and not isinstance(value["enabled"], bool):
         raise validation_error(f"{name}.enabled", "must be a boolean")
     max_tokens = value.get("max_tokens")
@@ -199,10 +196,10 @@ def check_stop_conditions(name: str, value: Any) -> None:
         raise validation_error(name, "must be an array of at least 1 condition")
     for index, condition in enumerate(value):
         item = f"{name}[{index}]"
-        condition = _require_object(item, condition)
+        condition = require_object(item, condition)
         spec = STOP_CONDITIONS.get(condition.get("type"))
         if spec is None:
-            raise validation_error(f"{item}.type", f"must be one of {_allowed(frozenset(STOP_CONDITIONS))}")
+            raise validation_error(f"{item}.type", f"must be one of {allowed_values(frozenset(STOP_CONDITIONS))}")
         field, kind = spec
         field_value = condition.get(field)
         if isinstance(field_value, bool) or not isinstance(field_value, kind):
@@ -214,12 +211,12 @@ def check_stop_conditions(name: str, value: Any) -> None:
 def check_text(name: str, value: Any) -> None:
     if value is None:
         return
-    value = _require_object(name, value)
+    value = require_object(name, value)
     fmt = value.get("format")
     if fmt is not None:
-        fmt = _require_object(f"{name}.format", fmt)
+        fmt = require_object(f"{name}.format", fmt)
         if fmt.get("type") not in TEXT_FORMATS:
-            raise validation_error(f"{name}.format.type", f"must be one of {_allowed(TEXT_FORMATS)}")
+            raise validation_error(f"{name}.format.type", f"must be one of {allowed_values(TEXT_FORMATS)}")
         if fmt["type"] == "json_schema":
             if not isinstance(fmt.get("name"), str) or not fmt["name"]:
                 raise validation_error(f"{name}.format.name", "is required for json_schema")
@@ -227,7 +224,7 @@ def check_text(name: str, value: Any) -> None:
                 raise validation_error(f"{name}.format.schema", "must be an object")
     verbosity = value.get("verbosity")
     if verbosity is not None and verbosity not in VERBOSITIES:
-        raise validation_error(f"{name}.verbosity", f"must be one of {_allowed(VERBOSITIES)}")
+        raise validation_error(f"{name}.verbosity", f"must be one of {allowed_values(VERBOSITIES)}")
 
 
 def check_tool_choice(name: str, value: Any) -> None:
@@ -235,9 +232,9 @@ def check_tool_choice(name: str, value: Any) -> None:
         return
     if isinstance(value, str):
         if value not in TOOL_CHOICE_STRINGS:
-            raise validation_error(name, f"must be one of {_allowed(TOOL_CHOICE_STRINGS)} or an object")
+            raise validation_error(name, f"must be one of {allowed_values(TOOL_CHOICE_STRINGS)} or an object")
         return
-    if not isinstance(_require_object(name, value).get("type"), str):
+    if not isinstance(require_object(name, value).get("type"), str):
         raise validation_error(f"{name}.type", "is required")
 
 
@@ -260,7 +257,7 @@ def check_tools(name: str, value: Any) -> None:
         raise validation_error(name, "must be an array")
     for index, tool in enumerate(value):
         item = f"{name}[{index}]"
-        tool = _require_object(item, tool)
+        tool = require_object(item, tool)
         kind = tool.get("type")
         if not isinstance(kind, str) or not kind:
             raise validation_error(f"{item}.type", "is required")
@@ -278,52 +275,3 @@ def check_deferred_tools(tools: list[dict[str, Any]]) -> None:
         raise validation_error(field, f"needs the {TOOL_SEARCH} server tool in tools")
     if not any(not t.get("defer_loading") and t.get("type") != TOOL_SEARCH for t in tools):
         raise validation_error(field, "needs at least one tool that is not deferred")
-
-
-def _sort(name: str, value: Any) -> None:
-    if isinstance(value, str):
-        if value not in SORT_BY:
-            raise validation_error(name, f"must be one of {_allowed(SORT_BY)}")
-        return
-    value = _require_object(name, value)
-    if value.get("by") not in SORT_BY:
-        raise validation_error(f"{name}.by", f"must be one of {_allowed(SORT_BY)}")
-    if value.get("partition") is not None and value["partition"] not in SORT_PARTITIONS:
-        raise validation_error(f"{name}.partition", f"must be one of {_allowed(SORT_PARTITIONS)}")
-
-
-def _max_price(name: str, value: Any) -> None:
-    for key, item in _require_object(name, value).items():
-        if key not in ("prompt", "completion", "request", "image"):
-            raise validation_error(f"{name}.{key}", "unknown price; use prompt or completion")
-        if not _is_number(item) or item < 0:
-            raise validation_error(f"{name}.{key}", "must be a non-negative number (USD per million tokens)")
-
-
-def _provider_field(name: str, key: str, value: Any) -> None:
-    field = f"{name}.{key}"
-    if key in ("order", "only", "ignore", "quantizations"):
-        _string_list(field, value)
-    elif key in ("allow_fallbacks", "require_parameters", "zdr"):
-        if value is not None and not isinstance(value, bool):
-            raise validation_error(field, "must be a boolean")
-    elif key == "data_collection":
-        if value is not None and value not in DATA_COLLECTION:
-            raise validation_error(field, "must be one of allow, deny")
-    elif key == "sort":
-        if value is not None:
-            _sort(field, value)
-    elif key == "max_price":
-        _max_price(field, value)
-    elif key in ("preferred_min_throughput", "preferred_max_latency"):
-        if value is not None and (not _is_number(value) or value < 0):
-            raise validation_error(field, "must be a non-negative number")
-    else:
-        raise validation_error(field, "unknown provider preference")
-
-
-def check_provider(name: str, value: Any) -> None:
-    if value is None:
-        return
-    for key, item in _require_object(name, value).items():
-        _provider_field(name, key, item)

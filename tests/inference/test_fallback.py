@@ -225,3 +225,14 @@ def test_tool_call_answer_json_and_stream(http, upstream):
     assert events[-2]["response"]["output"][0]["arguments"] == '{"city": "Paris"}'
     rows = generations(2)
     assert [r.tool_calls for r in rows] == [1, 1]
+
+
+def test_cheapest_endpoint_is_tried_first(http, upstream):
+    endpoint("t/model", "a-dear", "dear-model", upstream, price="0.00001")
+    endpoint("t/model", "z-cheap", "cheap-model", upstream, price="0.000001")
+    response = http.post("/responses", json={"model": "t/model", "input": "hi"}, headers=ON)
+    assert [r.model for r in upstream.requests] == ["cheap-model"]
+    assert [e["provider"] for e in meta(response)["endpoints"]["available"]] == ["z-cheap", "a-dear"]
+    body = {"model": "t/model", "input": "hi", "provider": {"order": ["a-dear"]}}
+    http.post("/responses", json=body)
+    assert upstream.last.model == "dear-model"
