@@ -176,9 +176,14 @@ GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TO
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+# Largest upstream answer read, in bytes: a JSON body, or all the bytes of a stream. Larger answers fail as
+# `server` (502, or an error event once streaming) instead of growing the process's memory.
+GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES", default=32 * 1024 * 1024)
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
+# Seconds a batch of Generation rows is retried while the database is unreachable (restart, failover).
+GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS", default=60.0)
 
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.

@@ -4,7 +4,7 @@ It reads the body (413 over GATEWAY_MAX_BODY_BYTES while receiving), validates i
 `Context` and runs the `GATEWAY_INFERENCE_MIDDLEWARE` chain around `inference.handler.handle` as a task.
 While the task runs it listens for `http.disconnect` and cancels the task at once, so the upstream call
 is cancelled and the middlewares' `finally` blocks (accounting, budget settlement) still run.
-Every failure is written as the error envelope.
+Every failure is written as the error envelope; an unreachable database is 503 with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 
-from gateway_project.api.errors import GatewayError
+from gateway_project.api.errors import GatewayError, database_unavailable
 from inference.pipeline.context import Context
 from inference.pipeline.runner import build_chain
 from inference.response import new_uuid, service_metadata
@@ -187,9 +189,20 @@ class ResponsesConsumer:
             await self.chain(ctx)
         except GatewayError as error:
             await responder.error(error, ctx)
-        except Exception:
-            logger.exception("inference request %s failed", ctx.request_id)
-            await responder.error(GatewayError(500), ctx)
+        except Exception as exc:
+            error = database_unavailable(exc)
+            if error is None:
+                logger.exception("inference request %s failed", ctx.request_id)
+                error = GatewayError(500)
+            else:
+                await _drop_broken_connection()
+            await responder.error(error, ctx)
+
+
+# The middlewares' database reads run on asgiref's thread-sensitive thread, whose connection lives across
+# requests; a connection broken by a database restart is closed here (CONN_HEALTH_CHECKS decides) so the
+# next request opens a fresh one.
+_drop_broken_connection = sync_to_async(close_old_connections, thread_sensitive=True)
 
 
 def _metadata_enabled(headers: dict[str, str]) -> bool:

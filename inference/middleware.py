@@ -11,7 +11,7 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-from gateway_project.api.errors import GatewayError
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
 from inference.pipeline.context import Context
 from inference.recorder import record_generation
 
@@ -33,7 +33,10 @@ class AccountingMiddleware:
             raise
         except Exception as error:
             outcome.status = "failed"
-            outcome.error = GatewayError(500, f"Internal error: {type(error).__name__}")
+            if isinstance(error, DATABASE_UNAVAILABLE_ERRORS):
+                outcome.error = GatewayError(503, f"Database unavailable: {type(error).__name__}")
+            else:
+                outcome.error = GatewayError(500, f"Internal error: {type(error).__name__}")
             raise
         finally:
             if outcome.latency_ms is None:

@@ -5,20 +5,25 @@ out), so nothing is fire-and-forget. Rows of requests that finish close together
 transaction: the writer waits up to `GATEWAY_ACCOUNTING_FLUSH_MS` (or until `MAX_BATCH` rows) and writes
 them with one bulk insert. On PostgreSQL and other server databases the writes run on a dedicated thread
 with its own connection, so they never queue behind the request path's own (rare) database reads; on SQLite
-they run on Django's shared sync thread. A batch that fails is retried row by row, so one bad row cannot
-lose the others; a row that still fails is logged with its request id.
+they run on Django's shared sync thread. While the database is unreachable (OperationalError or
+InterfaceError: a restart, a failover) the batch is retried with backoff for up to
+`GATEWAY_ACCOUNTING_RETRY_SECONDS`, so a request that completed during a restart keeps its row. A batch
+that fails otherwise is retried row by row, so one bad row cannot lose the others; a row that still fails
+is logged with its request id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 from inference.accounting import record_generations_sync
 from inference.pipeline.context import Context
 
@@ -72,7 +77,7 @@ class GenerationWriter:
 
     async def _write_batch(self, batch: list[tuple[Context, asyncio.Future]]) -> None:
         try:
-            await _write([ctx for ctx, _ in batch])
+            await _write_while_unavailable([ctx for ctx, _ in batch])
         except Exception:
             for ctx, future in batch:
                 try:
@@ -85,6 +90,22 @@ class GenerationWriter:
         for _, future in batch:
             if not future.done():
                 future.set_result(None)
+
+
+async def _write_while_unavailable(contexts: list[Context]) -> None:
+    """Write, retrying with backoff while the database is unreachable (each try opens a fresh connection)."""
+    deadline = time.monotonic() + settings.GATEWAY_ACCOUNTING_RETRY_SECONDS
+    delay = 0.1
+    while True:
+        try:
+            await _write(contexts)
+            return
+        except DATABASE_UNAVAILABLE_ERRORS as error:
+            if time.monotonic() + delay > deadline:
+                raise
+            logger.warning("database unavailable, retrying %d generation rows: %s", len(contexts), error)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 _writers: dict[int, GenerationWriter] = {}

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -95,6 +96,24 @@ def error_envelope(
     return body
 
 
+# The database is unreachable or the connection broke (server restart, failover, network): a transient
+# condition the client should retry, not a bug. DataError, IntegrityError... stay 500/4xx as before.
+DATABASE_UNAVAILABLE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_RETRY_AFTER_SECONDS = 2
+
+
+def database_unavailable(exc: BaseException) -> GatewayError | None:
+    """503 with `Retry-After` when `exc` says the database cannot be reached right now, else None."""
+    if not isinstance(exc, DATABASE_UNAVAILABLE_ERRORS):
+        return None
+    logger.warning("database unavailable: %s: %s", type(exc).__name__, str(exc).strip().splitlines()[:1])
+    return GatewayError(
+        503,
+        "Service temporarily unavailable: the database cannot be reached, retry shortly",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
+
+
 def validation_error(field: str, message: str) -> GatewayError:
     """A 400 that names the offending field, in the message and in `metadata.field`."""
     return GatewayError(400, f"{field}: {message}", metadata={"field": field})
@@ -164,6 +183,8 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         error = GatewayError(403)
     elif isinstance(exc, RequestDataTooBig):
         error = GatewayError(413)
+    elif (unavailable := database_unavailable(exc)) is not None:
+        error = unavailable
     else:
         view = context.get("view")
         logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)

@@ -2,7 +2,8 @@
 
 DRF views already answer with the envelope (gateway_project.api.errors). This middleware covers what
 happens outside them: unknown paths (404), bodies over GATEWAY_MAX_BODY_BYTES (413, checked before the
-body is read), unhandled exceptions (500, logged, no traceback in the body) and any other non-JSON error
+body is read), the database being unreachable (503 with Retry-After), unhandled exceptions (500, logged,
+no traceback in the body) and any other non-JSON error
 response Django itself produces.
 """
 
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from gateway_project.api.errors import GatewayError, error_envelope
+from gateway_project.api.errors import GatewayError, database_unavailable, error_envelope
 
 logger = logging.getLogger("gateway.errors")
 
@@ -55,6 +56,9 @@ class ErrorEnvelopeMiddleware:
             return envelope_response(exception)
         if isinstance(exception, RequestDataTooBig):
             return envelope_response(GatewayError(413))
+        unavailable = database_unavailable(exception)
+        if unavailable is not None:
+            return envelope_response(unavailable)
         logger.exception("Unhandled error on %s %s", request.method, request.path, exc_info=exception)
         return envelope_response(GatewayError(500))
 

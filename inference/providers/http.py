@@ -5,6 +5,10 @@ Time limits (`Timeouts` of the call): `connect` for the TCP connect; `first_byte
 response head and, for a stream, its first event; `read` for the whole JSON body after the head, and
 between two reads of a stream. Any of them running out is `TIMEOUT`.
 
+Size limit: `settings.GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES` bounds what is read of one answer (a JSON body,
+or all the bytes of a stream); a larger answer is SERVER ("upstream response larger than N bytes") and its
+connection is closed at once, so a runaway or hostile upstream cannot grow the process's memory.
+
 Failures are mapped by inference.providers.errors (statuses, transport errors, malformed bodies, errors
 inside a body or stream); a stream that ends before its completion event is SERVER. The credential of the
 call never appears in an error's message or `raw`.
@@ -25,12 +29,14 @@ from typing import Any, Protocol
 
 import aiohttp
 import orjson
+from django.conf import settings
 
 from inference.providers.base import (
     Adapter,
     CanonicalEvent,
     CanonicalResult,
     ProviderError,
+    ProviderErrorKind,
     StreamDone,
     Timeouts,
     UpstreamCall,
@@ -92,6 +98,31 @@ def _client_timeout(timeouts: Timeouts) -> aiohttp.ClientTimeout:
     )
 
 
+def max_response_bytes() -> int:
+    return settings.GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES
+
+
+def too_large(limit: int) -> ProviderError:
+    return ProviderError(
+        ProviderErrorKind.SERVER,
+        f"upstream response larger than {limit} bytes (GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES)",
+    )
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body, or TOO LARGE as soon as it (or its declared Content-Length) exceeds `limit`."""
+    if (response.content_length or 0) > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await response.content.readany():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 # --- send ---------------------------------------------------------------------------------------------------
 
 
@@ -109,9 +140,11 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
             response = await _open(request, timeouts)
             deadline.reschedule(loop.time() + timeouts.read)
             try:
-                data = await response.read()
-            finally:
-                response.release()
+                data = await _read_bounded(response, max_response_bytes())
+            except BaseException:
+                response.close()
+                raise
+            response.release()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise error_for_exception(exc, secret)
     if response.status >= 400:
@@ -127,20 +160,26 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     response: aiohttp.ClientResponse | None = None
     finished = False
     decoder = SSEDecoder()
+    limit = max_response_bytes()
+    size = 0
     try:
         try:
             async with asyncio.timeout(timeouts.first_byte):
                 response = await _open(request, timeouts)
                 if response.status >= 400:
-                    raise error_for_status(response.status, await response.read(), response.headers, secret)
+                    data = await _read_bounded(response, limit)
+                    raise error_for_status(response.status, data, response.headers, secret)
                 if "text/event-stream" not in response.headers.get("Content-Type", ""):
-                    raw = decode_error_body(await response.read(), secret)
+                    raw = decode_error_body(await _read_bounded(response, limit), secret)
                     if isinstance(raw, dict) and raw.get("error"):
                         raise body_error(raw["error"], raw=raw)
                     raise malformed("stream (not an event stream)", raw=raw)
                 events: list[ServerSentEvent] = []
                 while not events:
                     chunk = await response.content.readany()
+                    size += len(chunk)
+                    if size > limit:
+                        raise too_large(limit)
                     events = decoder.feed(chunk) if chunk else decoder.flush()
                     if not chunk:
                         break
@@ -148,6 +187,9 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                 yield event
             while chunk:
                 chunk = await response.content.readany()
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit)
                 for event in decoder.feed(chunk) if chunk else decoder.flush():
                     yield event
             finished = True
