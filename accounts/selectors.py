@@ -10,8 +10,8 @@ from django.db.models import DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounts.models import ApiKey, Workspace
-from gateway_project.api.errors import GatewayError
+from accounts.models import ApiKey, User, Workspace
+from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.periods import period_start
 
 USAGE_FIELDS = (
@@ -38,6 +38,34 @@ def workspace_get(*, organization_id: uuid.UUID, id_or_slug: str) -> Workspace:
     if workspace is None:
         raise GatewayError(404, "Workspace not found")
     return workspace
+
+
+def organization_keys(*, organization_id: uuid.UUID, key_hashes: list[str], field: str) -> list[ApiKey]:
+    """The keys of the organization with these hashes; 400 naming `field` when one is unknown there."""
+    wanted = list(dict.fromkeys(key_hashes))
+    keys = list(ApiKey.objects.filter(organization_id=organization_id, hash__in=wanted))
+    found = {key.hash for key in keys}
+    missing = [h for h in wanted if h not in found]
+    if missing:
+        raise validation_error(field, f"unknown API key hash '{missing[0]}' for this organization")
+    return keys
+
+
+def organization_users(*, organization_id: uuid.UUID, user_ids: list, field: str) -> list[User]:
+    """The members of the organization with these ids; 400 naming `field` when one is unknown there."""
+    wanted = list(dict.fromkeys(str(raw) for raw in user_ids))
+    parsed: dict[str, uuid.UUID] = {}
+    for raw in wanted:
+        try:
+            parsed[raw] = uuid.UUID(raw)
+        except ValueError:
+            raise validation_error(field, f"unknown user id '{raw}'") from None
+    users = list(User.objects.filter(organization_id=organization_id, id__in=parsed.values()))
+    found = {user.id for user in users}
+    missing = [raw for raw, value in parsed.items() if value not in found]
+    if missing:
+        raise validation_error(field, f"unknown user id '{missing[0]}'")
+    return users
 
 
 def _usage_aggregates(now: datetime) -> dict:

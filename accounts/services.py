@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -12,6 +11,7 @@ from django.utils.text import slugify
 
 from accounts.keys import generate_raw_key, hash_key, mask_key
 from accounts.models import ApiKey, Organization, OrgRole, User, Workspace, WorkspaceMember, WorkspaceRole
+from accounts.selectors import organization_users
 from gateway_project.api.errors import GatewayError, validation_error
 
 
@@ -106,26 +106,10 @@ def workspace_delete(*, workspace: Workspace) -> None:
     workspace.delete()
 
 
-def _users_of(organization_id: uuid.UUID, user_ids: list) -> list[User]:
-    wanted = [str(u) for u in user_ids]
-    valid: list[uuid.UUID] = []
-    for raw in wanted:
-        try:
-            valid.append(uuid.UUID(raw))
-        except ValueError:
-            raise validation_error("user_ids", f"unknown user id '{raw}'") from None
-    users = list(User.objects.filter(organization_id=organization_id, id__in=valid))
-    found = {str(u.id) for u in users}
-    missing = [raw for raw, parsed in zip(wanted, valid, strict=True) if str(parsed) not in found]
-    if missing:
-        raise validation_error("user_ids", f"unknown user id '{missing[0]}'")
-    return users
-
-
 @transaction.atomic
 def workspace_members_add(*, workspace: Workspace, user_ids: list, role: str = WorkspaceRole.MEMBER) -> int:
     """Add users of the organization to a workspace (or change their role). Returns how many were assigned."""
-    users = _users_of(workspace.organization_id, user_ids)
+    users = organization_users(organization_id=workspace.organization_id, user_ids=user_ids, field="user_ids")
     for user in users:
         WorkspaceMember.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})
     return len(users)
@@ -134,7 +118,7 @@ def workspace_members_add(*, workspace: Workspace, user_ids: list, role: str = W
 @transaction.atomic
 def workspace_members_remove(*, workspace: Workspace, user_ids: list) -> int:
     """Remove users from a workspace. Returns how many memberships were removed."""
-    users = _users_of(workspace.organization_id, user_ids)
+    users = organization_users(organization_id=workspace.organization_id, user_ids=user_ids, field="user_ids")
     deleted, _ = WorkspaceMember.objects.filter(workspace=workspace, user__in=users).delete()
     return deleted
 

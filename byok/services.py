@@ -13,7 +13,8 @@ from typing import Any
 
 from django.db import transaction
 
-from accounts.models import ApiKey, Organization, Workspace
+from accounts.models import Organization, Workspace
+from accounts.selectors import organization_keys
 from byok.models import ProviderCredential
 from gateway_project.api.errors import validation_error
 from gateway_project.encryption import DecryptionFailed, encrypt_secret, rotate_secret
@@ -43,12 +44,7 @@ def check_key_hashes(organization_id: uuid.UUID, hashes: list[str] | None) -> No
     """400 when a hash does not name a key of the organization."""
     if not hashes:
         return
-    known = set(ApiKey.objects.filter(organization_id=organization_id, hash__in=hashes).values_list("hash", flat=True))
-    unknown = [h for h in hashes if h not in known]
-    if unknown:
-        raise validation_error(
-            "allowed_api_key_hashes", f"unknown API key hash(es) for this organization: {', '.join(unknown[:5])}"
-        )
+    organization_keys(organization_id=organization_id, key_hashes=hashes, field="allowed_api_key_hashes")
 
 
 def set_provider_key(credential: ProviderCredential, raw_key: str) -> None:

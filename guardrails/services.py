@@ -7,7 +7,8 @@ import uuid
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.models import ApiKey, Organization, User, Workspace
+from accounts.models import Organization, Workspace
+from accounts.selectors import organization_keys, organization_users
 from gateway_project.api.errors import GatewayError, validation_error
 from guardrails.models import (
     BOOLEAN_FIELDS,
@@ -110,37 +111,11 @@ def _assignable(guardrail: Guardrail) -> None:
         )
 
 
-def _keys_of(organization_id: uuid.UUID, key_hashes: list[str]) -> list[ApiKey]:
-    wanted = list(dict.fromkeys(key_hashes))
-    keys = list(ApiKey.objects.filter(organization_id=organization_id, hash__in=wanted))
-    found = {k.hash for k in keys}
-    missing = [h for h in wanted if h not in found]
-    if missing:
-        raise validation_error("key_hashes", f"unknown key hash '{missing[0]}'")
-    return keys
-
-
-def _users_of(organization_id: uuid.UUID, user_ids: list[str]) -> list[User]:
-    wanted = list(dict.fromkeys(user_ids))
-    parsed = []
-    for raw in wanted:
-        try:
-            parsed.append(uuid.UUID(str(raw)))
-        except ValueError:
-            raise validation_error("member_user_ids", f"unknown user id '{raw}'") from None
-    users = list(User.objects.filter(organization_id=organization_id, id__in=parsed))
-    found = {u.id for u in users}
-    missing = [raw for raw, value in zip(wanted, parsed, strict=True) if value not in found]
-    if missing:
-        raise validation_error("member_user_ids", f"unknown user id '{missing[0]}'")
-    return users
-
-
 @transaction.atomic
 def guardrail_assign_keys(*, guardrail: Guardrail, key_hashes: list[str], assigned_by_id=None) -> int:
     """Assign the guardrail to keys of its organization; a key's previous guardrail is replaced."""
     _assignable(guardrail)
-    keys = _keys_of(guardrail.organization_id, key_hashes)
+    keys = organization_keys(organization_id=guardrail.organization_id, key_hashes=key_hashes, field="key_hashes")
     for key in keys:
         GuardrailKeyAssignment.objects.update_or_create(
             api_key=key, defaults={"guardrail": guardrail, "assigned_by_id": assigned_by_id}
@@ -150,7 +125,7 @@ def guardrail_assign_keys(*, guardrail: Guardrail, key_hashes: list[str], assign
 
 @transaction.atomic
 def guardrail_unassign_keys(*, guardrail: Guardrail, key_hashes: list[str]) -> int:
-    keys = _keys_of(guardrail.organization_id, key_hashes)
+    keys = organization_keys(organization_id=guardrail.organization_id, key_hashes=key_hashes, field="key_hashes")
     deleted, _ = GuardrailKeyAssignment.objects.filter(guardrail=guardrail, api_key__in=keys).delete()
     return deleted
 
@@ -159,7 +134,7 @@ def guardrail_unassign_keys(*, guardrail: Guardrail, key_hashes: list[str]) -> i
 def guardrail_assign_members(*, guardrail: Guardrail, user_ids: list[str], assigned_by_id=None) -> int:
     """Assign the guardrail to members of its organization; a member's previous guardrail is replaced."""
     _assignable(guardrail)
-    users = _users_of(guardrail.organization_id, user_ids)
+    users = organization_users(organization_id=guardrail.organization_id, user_ids=user_ids, field="member_user_ids")
     for user in users:
         GuardrailMemberAssignment.objects.update_or_create(
             user=user, defaults={"guardrail": guardrail, "assigned_by_id": assigned_by_id}
@@ -169,6 +144,6 @@ def guardrail_assign_members(*, guardrail: Guardrail, user_ids: list[str], assig
 
 @transaction.atomic
 def guardrail_unassign_members(*, guardrail: Guardrail, user_ids: list[str]) -> int:
-    users = _users_of(guardrail.organization_id, user_ids)
+    users = organization_users(organization_id=guardrail.organization_id, user_ids=user_ids, field="member_user_ids")
     deleted, _ = GuardrailMemberAssignment.objects.filter(guardrail=guardrail, user__in=users).delete()
     return deleted

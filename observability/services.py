@@ -10,7 +10,8 @@ import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 
-from accounts.models import ApiKey, Organization, Workspace
+from accounts.models import Organization, Workspace
+from accounts.selectors import organization_keys
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.encryption import EncryptionNotConfigured, mask_secret
 from observability.filters import FilterRulesError, validate_filter_rules
@@ -50,12 +51,8 @@ def _check_key_hashes(organization_id, hashes: list[str] | None) -> list[str] | 
     for value in hashes:
         if not isinstance(value, str) or not KEY_HASH.match(value):
             raise validation_error("api_key_hashes", f"'{value}' is not a key hash (64 lowercase hex characters)")
-    unique = list(dict.fromkeys(hashes))
-    known = set(ApiKey.objects.filter(organization_id=organization_id, hash__in=unique).values_list("hash", flat=True))
-    unknown = [h for h in unique if h not in known]
-    if unknown:
-        raise validation_error("api_key_hashes", f"unknown API key hash '{unknown[0]}'")
-    return unique
+    organization_keys(organization_id=organization_id, key_hashes=hashes, field="api_key_hashes")
+    return list(dict.fromkeys(hashes))
 
 
 def _check_filter_rules(rules):
