@@ -19,6 +19,8 @@ export GATEWAY_BYOK_ENCRYPTION_KEYS=${GATEWAY_BYOK_ENCRYPTION_KEYS:-$("$root/.ve
 export GATEWAY_LOG_LEVEL=WARNING BENCH_KEY=sk-fake
 case $DATABASE_URL in sqlite:////tmp/gateway-compare.sqlite3) rm -f /tmp/gateway-compare.sqlite3;; esac
 KEY=$(.venv/bin/python bench/prepare.py | tail -1)
+# Every policy on by default (guardrail with all detectors, workspace budget, key limit): BENCH_POLICIES=0 skips it.
+if [ "${BENCH_POLICIES:-1}" = 1 ]; then "$root/.venv/bin/python" bench/policies.py "$KEY" >/dev/null; fi
 taskset -c 1 .venv/bin/uvicorn gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
   --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
   >/tmp/gateway-compare-gateway.log 2>&1 &

@@ -31,6 +31,8 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 taskset -c 0 "$PY" bench/fake_upstream.py "$UPSTREAM_PORT" >/tmp/gateway-bench-upstream.log 2>&1 & pids+=($!)
 KEY=$("$PY" bench/prepare.py | tail -1)
+# Every policy on by default (guardrail with all detectors, workspace budget, key limit): BENCH_POLICIES=0 skips it.
+if [ "${BENCH_POLICIES:-1}" = 1 ]; then "$root/.venv/bin/python" bench/policies.py "$KEY" >/dev/null; fi
 taskset -c 1 "$root/.venv/bin/uvicorn" gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
   --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
   >/tmp/gateway-bench-gateway.log 2>&1 & pids+=($!)

@@ -1,7 +1,8 @@
-"""Profile the gateway under load with every middleware and policy on (py-spy), and print the top items.
+"""Profile the gateway under load (named profile_load.py: a bench/profile.py would shadow the standard library's
+profile module for the other scripts of this folder) with every middleware and policy on (py-spy), and print the top items.
 
-    .venv/bin/python bench/profile.py                    # streamed and JSON, 20 s each, wrk at 16 connections
-    .venv/bin/python bench/profile.py --seconds 10 --stream true
+    .venv/bin/python bench/profile_load.py                    # streamed and JSON, 20 s each, wrk at 16 connections
+    .venv/bin/python bench/profile_load.py --seconds 10 --stream true
 
 Starts the fake upstream and one gateway worker (bench/loadkit.Stack) with a guardrail (all built-in
 detectors and five regexes), a workspace budget and a key limit on the key (bench/policies.py), drives it
@@ -81,7 +82,7 @@ def summarize(raw: Path, top: int) -> tuple[int, list, list]:
     return total, own.most_common(top), inclusive.most_common(top)
 
 
-def profile(stack: Stack, stream: str, seconds: int, top: int, gil: list[str]) -> None:
+def profile(stack: Stack, stream: str, seconds: int, top: int, gil: list[str], connections: int = 16) -> None:
     script = wrk_script(stack.key, stream)
     wrk(stack.url, script, 3, 16)  # warm-up
     raw = Path(f"/tmp/gateway-profile-{'stream' if stream == 'true' else 'json'}.txt")
@@ -106,7 +107,7 @@ def profile(stack: Stack, stream: str, seconds: int, top: int, gil: list[str]) -
         stderr=subprocess.DEVNULL,
     )
     time.sleep(0.5)
-    out = wrk(stack.url, script, seconds, 16)
+    out = wrk(stack.url, script, seconds, connections)
     spy.wait(seconds + 30)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -126,11 +127,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--stream", choices=("true", "false", "both"), default="both")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections (1: the critical path)")
     parser.add_argument("--gil", action="store_true", help="sample only the thread holding the GIL (CPU)")
     args = parser.parse_args()
     with Stack(chunks=20, chunk_ms=0, policies=True) as stack:
         for stream in ("true", "false") if args.stream == "both" else (args.stream,):
-            profile(stack, stream, args.seconds, args.top, ["--gil"] if args.gil else [])
+            profile(stack, stream, args.seconds, args.top, ["--gil"] if args.gil else [], args.connections)
 
 
 if __name__ == "__main__":
