@@ -182,6 +182,8 @@ GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYT
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
+# Without Redis: how old the policy version may get before a request reads it again (gateway_project/policy_cache.py).
+GATEWAY_POLICY_REFRESH_MS = env.int("GATEWAY_POLICY_REFRESH_MS", default=250)
 # Seconds a batch of Generation rows is retried while the database is unreachable (restart, failover).
 GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS", default=60.0)
 

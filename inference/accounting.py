@@ -153,26 +153,49 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def insert_generations(rows: list[Generation]) -> None:
-    """The INSERT of a batch. On PostgreSQL one statement run with `executemany` (psycopg pipelines it) and
-    the values passed as they are (JSON wrapped as jsonb): a fraction of the CPU of Django's per-field
-    preparation. Other databases use `bulk_create`."""
-    conn = transaction.get_connection()
-    if conn.vendor != "postgresql":
-        Generation.objects.bulk_create(rows)
-        return
-    from psycopg.types.json import Jsonb
+_PLAIN_TYPES = frozenset({"CharField", "TextField", "PositiveIntegerField", "IntegerField", "BooleanField"})
+_insert_plans: dict[str, tuple[str, list]] = {}
 
-    fields = Generation._meta.concrete_fields
-    json_fields = {f.attname for f in fields if f.get_internal_type() == "JSONField"}
-    names = [f.attname for f in fields]
-    columns = ", ".join(conn.ops.quote_name(f.column) for f in fields)
-    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [
-        [Jsonb(getattr(row, name), dumps=_json_dumps) if name in json_fields else getattr(row, name) for name in names]
-        for row in rows
-    ]
-    sql = f"INSERT INTO {conn.ops.quote_name(Generation._meta.db_table)} ({columns}) VALUES {placeholders}"
+
+def _insert_plan(conn) -> tuple[str, list]:
+    """The INSERT statement of Generation rows for this connection, and one preparation per column (None when
+    the Python value goes to the driver as it is). Built once per database alias."""
+    plan = _insert_plans.get(conn.alias)
+    if plan is None:
+        fields = Generation._meta.concrete_fields
+        columns = ", ".join(conn.ops.quote_name(f.column) for f in fields)
+        placeholders = ", ".join(["%s"] * len(fields))
+        sql = f"INSERT INTO {conn.ops.quote_name(Generation._meta.db_table)} ({columns}) VALUES ({placeholders})"
+        if conn.vendor == "postgresql":
+            from psycopg.types.json import Jsonb
+
+            def as_jsonb(value):
+                return Jsonb(value, dumps=_json_dumps)
+
+            preps = [(f.attname, as_jsonb if f.get_internal_type() == "JSONField" else None) for f in fields]
+        else:
+            preps = [
+                (f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields
+            ]
+        plan = _insert_plans[conn.alias] = (sql, preps)
+    return plan
+
+
+def insert_generations(rows: list[Generation]) -> None:
+    """The INSERT of a batch: one statement run with `executemany` (psycopg pipelines it on PostgreSQL), each
+    value prepared the way its model field prepares it (on PostgreSQL JSON wrapped as jsonb and everything else
+    passed as it is), without the ORM's per-row query compilation: a fraction of `bulk_create`'s CPU."""
+    conn = transaction.get_connection()
+    sql, preps = _insert_plan(conn)
+    if conn.vendor == "postgresql":
+        params = [
+            [getattr(row, name) if prep is None else prep(getattr(row, name)) for name, prep in preps] for row in rows
+        ]
+    else:
+        params = [
+            [getattr(row, name) if prep is None else prep(getattr(row, name), conn) for name, prep in preps]
+            for row in rows
+        ]
     with conn.cursor() as cursor:
         cursor.executemany(sql, params)
 

@@ -18,7 +18,7 @@ import orjson
 
 from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context
-from inference.providers.base import CanonicalResult, FunctionCallDone, StreamDone, TextDelta
+from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, StreamDone, TextDelta
 from inference.response import function_call_item, message_item, new_item_id, response_object, usage_object
 
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -75,16 +75,19 @@ class ResponseStream:
         self.emit("response.in_progress", {"response": self._response("in_progress", [])})
 
     async def handle(self, event: Any) -> bool:
-        """Write one canonical event; True once the stream is finished."""
+        """Take one canonical event; True once the stream is finished. The frames are written to the client at
+        each `Flush` (once per upstream read, however many events it held) and at the end."""
         if isinstance(event, TextDelta):
             if event.text:
                 self._delta(event.text)
+        elif isinstance(event, Flush):
+            if self.pending:
+                await self.flush()
         elif isinstance(event, FunctionCallDone):
             self._function_call(event)
         elif isinstance(event, StreamDone):
             await self._complete(event.result)
             return True
-        await self.flush()
         return False
 
     def streamed_text(self) -> str:

@@ -5,8 +5,9 @@ Routing (inference.routing / the innermost handler) only ever sees these types:
 - `UpstreamCall`: what to call (the validated Responses body, the endpoint's upstream model, base URL and
   the credential of this attempt, stream or not, time limits).
 - `Adapter.complete(call) -> CanonicalResult` for a JSON answer.
-- `Adapter.stream(call)`: async iterator of `TextDelta` / `FunctionCallDone` events, ending with one
-  `StreamDone` carrying the full `CanonicalResult`.
+- `Adapter.stream(call)`: async iterator of `TextDelta` / `FunctionCallDone` events, each group followed by
+  a `Flush` (the events before it arrived together: the writer sends them to the client in one write), ending
+  with one `StreamDone` carrying the full `CanonicalResult`. The first event is never a `Flush`.
 - `ProviderError(kind, ...)`: every upstream failure mapped to a small set of kinds routing acts on.
   `before_first_event` tells routing whether falling back to another candidate is still possible.
 
@@ -136,7 +137,14 @@ class StreamDone:
     result: CanonicalResult
 
 
-CanonicalEvent = TextDelta | FunctionCallDone | StreamDone
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """The events yielded since the last Flush arrived together (one upstream read): write them now."""
+
+
+FLUSH = Flush()
+
+CanonicalEvent = TextDelta | FunctionCallDone | Flush | StreamDone
 
 
 class Adapter:

@@ -11,6 +11,7 @@ from inference.providers.base import (
     Adapter,
     CanonicalEvent,
     CanonicalResult,
+    FLUSH,
     StreamDone,
     TextDelta,
     UpstreamCall,
@@ -82,4 +83,5 @@ class EchoAdapter(Adapter):
         pieces, result = self._answer(call)
         for piece in pieces:
             yield TextDelta(piece)
+            yield FLUSH
         yield StreamDone(result)

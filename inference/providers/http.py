@@ -35,6 +35,7 @@ from inference.providers.base import (
     Adapter,
     CanonicalEvent,
     CanonicalResult,
+    FLUSH,
     ProviderError,
     ProviderErrorKind,
     StreamDone,
@@ -152,8 +153,11 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     return loads(data, "JSON body")
 
 
-async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> AsyncIterator[ServerSentEvent]:
-    """POST `request` and yield the server-sent events of the answer; every failure is a ProviderError.
+async def post_sse(
+    request: UpstreamRequest, timeouts: Timeouts, secret: str
+) -> AsyncIterator[list[ServerSentEvent]]:
+    """POST `request` and yield the server-sent events of the answer, as the list of events of each read from
+    the upstream connection (never empty); every failure is a ProviderError.
 
     Closing the iterator early (or cancelling its task) closes the upstream connection.
     """
@@ -183,15 +187,16 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                     events = decoder.feed(chunk) if chunk else decoder.flush()
                     if not chunk:
                         break
-            for event in events:
-                yield event
+            if events:
+                yield events
             while chunk:
                 chunk = await response.content.readany()
                 size += len(chunk)
                 if size > limit:
                     raise too_large(limit)
-                for event in decoder.feed(chunk) if chunk else decoder.flush():
-                    yield event
+                events = decoder.feed(chunk) if chunk else decoder.flush()
+                if events:
+                    yield events
             finished = True
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise error_for_exception(exc, secret)
@@ -243,11 +248,15 @@ class HttpAdapter(Adapter):
         yielded = False
         try:
             request = self.build_request(call)
-            async with contextlib.aclosing(post_sse(request, call.timeouts, secret)) as events:
-                async for sse in events:
-                    for event in parser.feed(sse):
-                        yielded = True
-                        yield event
+            async with contextlib.aclosing(post_sse(request, call.timeouts, secret)) as reads:
+                async for events in reads:
+                    produced = False
+                    for sse in events:
+                        for event in parser.feed(sse):
+                            yielded = produced = True
+                            yield event
+                    if produced:
+                        yield FLUSH
             result = parser.finish()
         except ProviderError as error:
             error.before_first_event = not yielded

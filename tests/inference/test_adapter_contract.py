@@ -12,6 +12,7 @@ import pytest
 
 from inference.pipeline.context import Credential
 from inference.providers.base import (
+    Flush,
     FunctionCallDone,
     ProviderError,
     ProviderErrorKind,
@@ -60,7 +61,8 @@ def make_call(fake, api_format, model="fake-model", *, stream=False, body=None, 
 async def run_stream(adapter, call):
     events = []
     async for event in adapter.stream(call):
-        events.append(event)
+        if not isinstance(event, Flush):
+            events.append(event)
     return events
 
 
@@ -69,11 +71,24 @@ async def stream_failure(adapter, call):
     events = []
     with pytest.raises(ProviderError) as caught:
         async for event in adapter.stream(call):
-            events.append(event)
+            if not isinstance(event, Flush):
+                events.append(event)
     return caught.value, events
 
 
 # --- answers ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api_format", [*HTTP_FORMATS, "echo"])
+async def test_stream_marks_the_events_of_each_upstream_read_with_one_flush(fake_upstream, api_format):
+    adapter = get_adapter(api_format)
+    events = [event async for event in adapter.stream(make_call(fake_upstream, api_format, stream=True))]
+
+    kinds = [type(event).__name__ for event in events]
+    assert kinds[0] == "TextDelta"  # a Flush never comes first (the first event decides fallback)
+    assert kinds[-2:] == ["Flush", "StreamDone"]  # everything before the end was flushed
+    assert all(not (a == b == "Flush") for a, b in zip(kinds, kinds[1:], strict=False))  # never an empty group
+    assert "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 @pytest.mark.parametrize("api_format", HTTP_FORMATS)
