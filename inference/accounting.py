@@ -174,9 +174,7 @@ def _insert_plan(conn) -> tuple[str, list]:
 
             preps = [(f.attname, as_jsonb if f.get_internal_type() == "JSONField" else None) for f in fields]
         else:
-            preps = [
-                (f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields
-            ]
+            preps = [(f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields]
         plan = _insert_plans[conn.alias] = (sql, preps)
     return plan
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import (
+    FLUSH,
     Adapter,
     CanonicalEvent,
     CanonicalResult,
-    FLUSH,
     StreamDone,
     TextDelta,
     UpstreamCall,

@@ -32,10 +32,10 @@ import orjson
 from django.conf import settings
 
 from inference.providers.base import (
+    FLUSH,
     Adapter,
     CanonicalEvent,
     CanonicalResult,
-    FLUSH,
     ProviderError,
     ProviderErrorKind,
     StreamDone,
@@ -153,9 +153,7 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     return loads(data, "JSON body")
 
 
-async def post_sse(
-    request: UpstreamRequest, timeouts: Timeouts, secret: str
-) -> AsyncIterator[list[ServerSentEvent]]:
+async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> AsyncIterator[list[ServerSentEvent]]:
     """POST `request` and yield the server-sent events of the answer, as the list of events of each read from
     the upstream connection (never empty); every failure is a ProviderError.
 

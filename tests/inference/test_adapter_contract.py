@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 
 import pytest
@@ -87,7 +88,7 @@ async def test_stream_marks_the_events_of_each_upstream_read_with_one_flush(fake
     kinds = [type(event).__name__ for event in events]
     assert kinds[0] == "TextDelta"  # a Flush never comes first (the first event decides fallback)
     assert kinds[-2:] == ["Flush", "StreamDone"]  # everything before the end was flushed
-    assert all(not (a == b == "Flush") for a, b in zip(kinds, kinds[1:], strict=False))  # never an empty group
+    assert all(not (a == b == "Flush") for a, b in itertools.pairwise(kinds))  # never an empty group
     assert "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
