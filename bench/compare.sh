@@ -25,7 +25,8 @@ taskset -c 1 .venv/bin/uvicorn gateway_project.asgi:application --host 127.0.0.1
   --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
   >/tmp/gateway-compare-gateway.log 2>&1 &
 gateway=$!
-trap 'kill $gateway 2>/dev/null || true' EXIT
+# The shared script's cleanup stops LiteLLM's launcher subshell, not LiteLLM itself: stop that too.
+trap 'kill $gateway 2>/dev/null || true; pkill -f "bench-litellm-venv/bin/litellm --config" 2>/dev/null || true' EXIT
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses" && break; sleep 0.5; done
 # LiteLLM must not see the gateway's DATABASE_URL / REDIS_URL (it would try to use them).
 env -u DATABASE_URL -u REDIS_URL GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT/api/v1/responses GATEWAY_KEY=$KEY \

@@ -7,19 +7,33 @@ inference request. Values of non-integer columns go through the model fields' ow
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from budgets.models import SpendCounter, SpendReservation
 
+_tables: dict[tuple[str, type], str] = {}
+_fields: dict[tuple[type, str], object] = {}
+
 
 def _table(model) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
+    """The quoted table name (computed once per database: this runs on every request)."""
+    key = (DEFAULT_DB_ALIAS, model)
+    name = _tables.get(key)
+    if name is None:
+        name = _tables[key] = connections[DEFAULT_DB_ALIAS].ops.quote_name(model._meta.db_table)
+    return name
 
 
-def _prep(model, name: str, value):
-    return model._meta.get_field(name).get_db_prep_save(value, connection)
+def _prep(model, name: str, value, conn=None):
+    """`value` as the model field stores it (the field looked up once)."""
+    field = _fields.get((model, name))
+    if field is None:
+        field = _fields[(model, name)] = model._meta.get_field(name)
+    return field.get_db_prep_save(value, conn if conn is not None else connections[DEFAULT_DB_ALIAS])
 
 
 def hold(cursor, *, counter_id: int, amount: int, limit_units: int, include_byok: bool) -> bool:
@@ -43,16 +57,17 @@ def insert_reservation(
     cursor, *, request_id: str, amount: int, counter_ids: list[int], now: datetime, expires_at: datetime
 ) -> uuid.UUID:
     reservation_id = uuid.uuid4()
+    conn = connections[DEFAULT_DB_ALIAS]
     cursor.execute(
         f"INSERT INTO {_table(SpendReservation)} (id, request_id, amount_units, counter_ids, created_at, expires_at) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
         [
-            _prep(SpendReservation, "id", reservation_id),
+            _prep(SpendReservation, "id", reservation_id, conn),
             request_id[:100],
             amount,
-            _prep(SpendReservation, "counter_ids", counter_ids),
-            _prep(SpendReservation, "created_at", now),
-            _prep(SpendReservation, "expires_at", expires_at),
+            _prep(SpendReservation, "counter_ids", counter_ids, conn),
+            _prep(SpendReservation, "created_at", now, conn),
+            _prep(SpendReservation, "expires_at", expires_at, conn),
         ],
     )
     return reservation_id
@@ -88,3 +103,59 @@ def fast_commit(cursor) -> None:
     """
     if connection.vendor == "postgresql":
         cursor.execute("SET LOCAL synchronous_commit = off")
+
+
+class _DriverCursor:
+    """The database driver's own cursor, with Django's `%s` placeholders (SQLite's driver wants `?`)."""
+
+    __slots__ = ("cursor", "qmark")
+    _qmark_sql: dict[str, str] = {}
+
+    def __init__(self, cursor, qmark: bool) -> None:
+        self.cursor = cursor
+        self.qmark = qmark
+
+    def execute(self, sql: str, params=()) -> None:
+        if self.qmark:
+            converted = self._qmark_sql.get(sql)
+            if converted is None:
+                converted = self._qmark_sql[sql] = sql.replace("%s", "?")
+            sql = converted
+        self.cursor.execute(sql, params)
+
+    @property
+    def rowcount(self) -> int:
+        return self.cursor.rowcount
+
+
+@contextmanager
+def counter_transaction() -> Iterator:
+    """One transaction for the statements of a hold or a settlement, on the hot path of every request.
+
+    Outside any `atomic()` block (the data plane) it is BEGIN ... COMMIT on the driver's connection: Django's
+    transaction and cursor wrappers cost more than the statements themselves on SQLite (about 90 us of
+    150 per hold). Errors still come out as Django's database exceptions (`wrap_database_errors`), so a
+    lost connection is recognised and replaced as everywhere else. Inside an `atomic()` block it is a
+    savepoint through Django, as any other code would do.
+    """
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.in_atomic_block or not conn.get_autocommit():
+        with transaction.atomic(), conn.cursor() as cursor:
+            fast_commit(cursor)
+            yield cursor
+        return
+    conn.ensure_connection()
+    with conn.wrap_database_errors:
+        raw = conn.connection.cursor()
+        try:
+            raw.execute("BEGIN")
+            cursor = _DriverCursor(raw, qmark=conn.vendor == "sqlite")
+            fast_commit(cursor)
+            try:
+                yield cursor
+            except BaseException:
+                raw.execute("ROLLBACK")
+                raise
+            raw.execute("COMMIT")
+        finally:
+            raw.close()

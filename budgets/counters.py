@@ -158,8 +158,7 @@ class _Refused(Exception):
 def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
     ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
     checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
-    with transaction.atomic(), connection.cursor() as cursor:
-        sql.fast_commit(cursor)
+    with sql.counter_transaction() as cursor:
         for counter_id, limit in checks:
             limit_units = usd_to_units(limit.limit_usd, round_up=False)
             if not sql.hold(
