@@ -36,6 +36,7 @@ if [ "${BENCH_POLICIES:-1}" = 1 ]; then "$root/.venv/bin/python" bench/policies.
 taskset -c 1 "$root/.venv/bin/uvicorn" gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
   --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
   >/tmp/gateway-bench-gateway.log 2>&1 & pids+=($!)
+gateway_pid=$!
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/v1/models" && break; sleep 0.5; done
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses" && break; sleep 0.5; done
 check=$(curl -s -H "Authorization: Bearer $KEY" -d '{"model":"bench/fake","input":"Say hello"}' \
@@ -46,22 +47,30 @@ lua() { # $1 key, $2 model, $3 stream true/false
   local f; f=$(mktemp --suffix .lua)
   printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[{"model":"%s","input":"Say hello","stream":%s}]]\n' \
     "$1" "$2" "$3" >"$f"; echo "$f"; }
-run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx"
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }  # user + system time of the gateway
+run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx gateway_cpu_us_per_request"
   taskset -c 0 wrk -t1 -c"$3" -d2s -s "$2" "$1" >/dev/null 2>&1 || true
-  taskset -c 0 wrk -t1 -c"$3" -d"${DUR}s" -s "$2" --latency "$1" 2>&1 | awk '
-    /Requests\/sec/ {rps=$2} /^ +50%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p50=v}
-    /Non-2xx/ {bad=$NF} END {printf "%s %s %s\n", rps, p50, (bad==""?0:bad)}'; }
+  local before; before=$(cpu_ticks)
+  taskset -c 0 wrk -t1 -c"$3" -d"${DUR}s" -s "$2" --latency "$1" 2>&1 | awk -v before="$before" \
+    -v now_cmd="awk '{print \$14 + \$15}' /proc/$gateway_pid/stat" -v hz="$(getconf CLK_TCK)" '
+    /requests in/ {n=$1} /Requests\/sec/ {rps=$2}
+    /^ +50%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p50=v}
+    /Non-2xx/ {bad=$NF}
+    END {now_cmd | getline after; printf "%s %s %s %.0f\n", rps, p50, (bad==""?0:bad), (n ? (after - before) / hz * 1e6 / n : 0)}'; }
 
-printf '%-10s %-8s %12s %12s %8s\n' target stream "c1 p50 ms" "c16 req/s" non2xx
+# "gw CPU us/req": the gateway process's CPU time (user + system, all threads) per request at c=1 and c=16;
+# it does not depend on how busy the machine's other processes keep the cores, unlike the latencies.
+printf '%-10s %-8s %12s %12s %8s %22s\n' target stream "c1 p50 ms" "c16 req/s" non2xx "gw CPU us/req c1/c16"
 declare -A R
 for stream in false true; do
   for t in upstream gateway; do
     if [ $t = upstream ]; then url=http://127.0.0.1:$UPSTREAM_PORT/v1/responses; f=$(lua x fake-model $stream)
     else url=http://127.0.0.1:$GATEWAY_PORT/api/v1/responses; f=$(lua "$KEY" bench/fake $stream); fi
-    read -r _ p50 bad1 < <(run "$url" "$f" 1)
-    read -r rps _ bad16 < <(run "$url" "$f" 16)
+    read -r _ p50 bad1 cpu1 < <(run "$url" "$f" 1)
+    read -r rps _ bad16 cpu16 < <(run "$url" "$f" 16)
     R[$t-$stream-p50]=$p50; R[$t-$stream-rps]=$rps
-    printf '%-10s %-8s %12s %12s %8s\n' $t $stream "$p50" "$rps" "$((bad1 + bad16))"
+    cpu="-"; [ $t = gateway ] && cpu="$cpu1 / $cpu16"
+    printf '%-10s %-8s %12s %12s %8s %22s\n' $t $stream "$p50" "$rps" "$((bad1 + bad16))" "$cpu"
   done
 done
 for stream in false true; do

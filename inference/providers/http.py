@@ -67,6 +67,8 @@ def get_session() -> aiohttp.ClientSession:
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=None),
             trust_env=False,  # never through an environment proxy: upstream hosts come from the catalog only
+            # One session serves every tenant: a cookie set by one answer must never ride on another request.
+            cookie_jar=aiohttp.DummyCookieJar(),
             skip_auto_headers=("User-Agent",),
         )
         _sessions[loop] = session

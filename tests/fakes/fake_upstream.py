@@ -33,6 +33,8 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 | `error-event`             | half of the frames, then the format's in-stream error event                   |
 | `hang`                    | never answers (until the client goes away)                                     |
 
+`fake.response_headers` (default none) are added to every answer, e.g. a `Set-Cookie`.
+
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
 
@@ -118,6 +120,7 @@ class FakeUpstream:
     chunk_delay: float = 0.1
     retry_after: str = "7"
     rejected_keys: set[str] = field(default_factory=lambda: {"sk-invalid"})
+    response_headers: dict[str, str] = field(default_factory=dict)  # added to every answer (e.g. Set-Cookie)
 
     def __post_init__(self) -> None:
         self.requests: list[RecordedRequest] = []
@@ -165,13 +168,25 @@ class FakeUpstream:
         self.disconnected.clear()
         if self._loop is not None and self.disconnect_event is not None:
             self._loop.call_soon_threadsafe(self.disconnect_event.clear)
-        for name in ("reply_pieces", "first_byte_delay", "chunk_delay", "retry_after", "rejected_keys"):
+        for name in (
+            "reply_pieces",
+            "first_byte_delay",
+            "chunk_delay",
+            "retry_after",
+            "rejected_keys",
+            "response_headers",
+        ):
             setattr(self, name, getattr(defaults, name))
 
     def _serve(self, started: threading.Event) -> None:
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
         app = web.Application(client_max_size=64 * 1024 * 1024)
+
+        async def add_response_headers(request: web.Request, response: web.StreamResponse) -> None:
+            response.headers.update(self.response_headers)
+
+        app.on_response_prepare.append(add_response_headers)
         app.add_routes(
             [
                 web.post("/v1/responses", self._handle),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import time
 
@@ -399,3 +400,16 @@ async def test_cancelling_a_call_closes_the_upstream_connection(fake_upstream, a
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await fake_upstream.wait_disconnected(5)
+
+
+async def test_cookies_an_upstream_sets_are_never_sent_back(fake_upstream):
+    """One pooled client serves every organization: a cookie one answer sets must not ride on the next request
+    (which may carry another tenant's key). `localhost`, not an IP address: cookie jars ignore IP hosts."""
+    fake_upstream.response_headers = {"Set-Cookie": "tenant=acme; Path=/; Max-Age=3600"}
+    adapter = get_adapter("openai-responses")
+    call = make_call(fake_upstream, "openai-responses")
+    call = dataclasses.replace(call, base_url=call.base_url.replace("127.0.0.1", "localhost"))
+    await adapter.complete(call)
+    await adapter.complete(call)
+    assert fake_upstream.requests[0].path == fake_upstream.requests[1].path == "/v1/responses"
+    assert "cookie" not in fake_upstream.requests[1].headers
