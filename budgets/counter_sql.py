@@ -36,29 +36,30 @@ def _prep(model, name: str, value, conn=None):
     return field.get_db_prep_save(value, conn if conn is not None else connections[DEFAULT_DB_ALIAS])
 
 
-def hold(cursor, *, counter_id: int, amount: int, limit_units: int, include_byok: bool) -> bool:
+def hold_statement(*, counter_id: int, amount: int, limit_units: int, include_byok: bool) -> tuple[str, list]:
     """Add `amount` to reserved_units if spent (+ BYOK spent) + reserved + amount stays within the limit.
 
-    The check and the increment are one statement: PostgreSQL re-evaluates the WHERE clause on the latest
-    row version after waiting for a concurrent writer's lock; SQLite runs one writer at a time. A free
-    request (amount 0) still needs the limit not to be reached.
+    The check and the increment are one statement (one row updated: held; none: refused): PostgreSQL
+    re-evaluates the WHERE clause on the latest row version after waiting for a concurrent writer's lock;
+    SQLite runs one writer at a time. A free request (amount 0) still needs the limit not to be reached.
     """
     used = "spent_units + reserved_units" + (" + byok_spent_units" if include_byok else "")
     comparison = "<=" if amount > 0 else "<"
-    cursor.execute(
+    return (
         f"UPDATE {_table(SpendCounter)} SET reserved_units = reserved_units + %s "
         f"WHERE id = %s AND {used} + %s {comparison} %s",
         [amount, counter_id, amount, limit_units],
     )
-    return cursor.rowcount == 1
 
 
-def insert_reservation(
-    cursor, *, request_id: str, amount: int, counter_ids: list[int], now: datetime, expires_at: datetime
-) -> uuid.UUID:
+def reservation_statement(
+    *, request_id: str, amount: int, counter_ids: list[int], now: datetime, expires_at: datetime
+) -> tuple[uuid.UUID, str, list]:
+    """The INSERT of a new hold's reservation row (its id, the statement, the parameters)."""
     reservation_id = uuid.uuid4()
     conn = connections[DEFAULT_DB_ALIAS]
-    cursor.execute(
+    return (
+        reservation_id,
         f"INSERT INTO {_table(SpendReservation)} (id, request_id, amount_units, counter_ids, created_at, expires_at) "
         "VALUES (%s, %s, %s, %s, %s, %s)",
         [
@@ -70,7 +71,63 @@ def insert_reservation(
             _prep(SpendReservation, "expires_at", expires_at, conn),
         ],
     )
-    return reservation_id
+
+
+class _RefusedAt(Exception):
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def hold_all(holds: list[tuple[str, list]], reservation: tuple[str, list]) -> int | None:
+    """Run the hold statements (in the given order: ascending counter ids) and the reservation INSERT in one
+    transaction. Returns None when every counter took the hold (committed), else the index of the first
+    counter that refused (rolled back: nothing held).
+
+    On PostgreSQL, outside atomic(), the statements go in one pipeline: one round trip for all of them and
+    one for COMMIT or ROLLBACK, instead of one per statement (6 for a request with two limits).
+    """
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.vendor == "postgresql" and not conn.in_atomic_block and conn.get_autocommit():
+        return _hold_all_pipelined(conn, holds, reservation)
+    try:
+        with counter_transaction() as cursor:
+            for index, (statement, params) in enumerate(holds):
+                cursor.execute(statement, params)
+                if cursor.rowcount != 1:
+                    raise _RefusedAt(index)
+            cursor.execute(*reservation)
+    except _RefusedAt as refused:
+        return refused.index
+    return None
+
+
+def _hold_all_pipelined(conn, holds: list[tuple[str, list]], reservation: tuple[str, list]) -> int | None:
+    import psycopg
+
+    conn.ensure_connection()
+    with conn.wrap_database_errors:
+        pg = conn.connection
+        # Server-side binding without prepared statements (they would not survive pgbouncer's transaction mode).
+        control = psycopg.Cursor(pg)
+        checks = [psycopg.Cursor(pg) for _ in holds]
+        try:
+            with pg.pipeline() as pipeline:
+                control.execute("BEGIN", prepare=False)
+                control.execute("SET LOCAL synchronous_commit = off", prepare=False)
+                for cursor, (statement, params) in zip(checks, holds, strict=True):
+                    cursor.execute(statement, params, prepare=False)
+                control.execute(*reservation, prepare=False)
+                pipeline.sync()
+                refused = next((index for index, cursor in enumerate(checks) if cursor.rowcount != 1), None)
+                control.execute("COMMIT" if refused is None else "ROLLBACK", prepare=False)
+        except BaseException:
+            if pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not pg.closed:
+                pg.execute("ROLLBACK")
+            raise
+        finally:
+            for cursor in (control, *checks):
+                cursor.close()
+    return refused
 
 
 def delete_reservation(cursor, reservation_id: uuid.UUID) -> bool:

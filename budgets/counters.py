@@ -158,17 +158,22 @@ class _Refused(Exception):
 def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
     ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
     checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
-    with sql.counter_transaction() as cursor:
-        for counter_id, limit in checks:
-            limit_units = usd_to_units(limit.limit_usd, round_up=False)
-            if not sql.hold(
-                cursor, counter_id=counter_id, amount=amount, limit_units=limit_units, include_byok=limit.include_byok
-            ):
-                raise _Refused(counter_id, limit)
-        ids = tuple(counter_id for counter_id, _ in checks)
-        reservation_id = sql.insert_reservation(
-            cursor, request_id=request_id, amount=amount, counter_ids=list(ids), now=now, expires_at=now + ttl
+    holds = [
+        sql.hold_statement(
+            counter_id=counter_id,
+            amount=amount,
+            limit_units=usd_to_units(limit.limit_usd, round_up=False),
+            include_byok=limit.include_byok,
         )
+        for counter_id, limit in checks
+    ]
+    ids = tuple(counter_id for counter_id, _ in checks)
+    reservation_id, *insert = sql.reservation_statement(
+        request_id=request_id, amount=amount, counter_ids=list(ids), now=now, expires_at=now + ttl
+    )
+    refused = sql.hold_all(holds, tuple(insert))
+    if refused is not None:
+        raise _Refused(*checks[refused])
     return Hold(reservation_id=reservation_id, counter_ids=ids, amount_units=amount)
 
 

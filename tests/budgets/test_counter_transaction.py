@@ -1,5 +1,5 @@
-"""Holds outside any atomic() block (the data plane) run as BEGIN ... COMMIT on the driver's connection:
-all-or-nothing like the savepoint path, with Django's exceptions."""
+"""Holds outside any atomic() block (the data plane) run as BEGIN ... COMMIT on the driver's connection (on
+PostgreSQL in one pipeline): all-or-nothing like the savepoint path, with Django's exceptions."""
 
 from __future__ import annotations
 
@@ -55,14 +55,17 @@ def test_a_refusal_by_the_second_counter_rolls_back_the_first():
 
 def test_a_database_error_comes_out_as_djangos_and_leaves_nothing(monkeypatch):
     reserve("10", "10", "0")
+    real = counter_sql.reservation_statement
 
-    def broken_insert(cursor, **kwargs):
-        cursor.execute("INSERT INTO no_such_table VALUES (1)")
+    def broken_insert(**kwargs):
+        reservation_id, _statement, _params = real(**kwargs)
+        return reservation_id, "INSERT INTO no_such_table VALUES (1)", []
 
-    monkeypatch.setattr(counter_sql, "insert_reservation", broken_insert)
+    monkeypatch.setattr(counter_sql, "reservation_statement", broken_insert)
     with pytest.raises(DatabaseError):
         reserve("10", "10", "1")
     assert list(SpendCounter.objects.values_list("reserved_units", flat=True)) == [0, 0]
     assert not connection.in_atomic_block
     monkeypatch.undo()
     reserve("10", "10", "1")  # the connection is usable afterwards
+    assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [10_000_000_000] * 2
