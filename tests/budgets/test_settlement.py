@@ -18,6 +18,7 @@ from budgets import counters, services, settler
 from budgets.counters import Settlement
 from budgets.middleware import BudgetMiddleware
 from budgets.models import SpendCounter, SpendReservation
+from gateway_project import lifespan
 from gateway_project.policy_cache import read_policy_version
 from inference.pipeline.context import SpendLimit
 from tests.budgets.conftest import make_ctx, principal_of
@@ -185,9 +186,9 @@ def test_a_second_cancellation_does_not_lose_the_settlement(org, settings):
         task.cancel()  # cancelled again while settling
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert settler.settler.in_flight() == 1  # still queued: what the shutdown drain waits for
-        while settler.settler.in_flight():
-            await asyncio.sleep(0.01)
+        assert settler.settler.in_flight() == 1  # still queued
+        assert await lifespan.drain(5) == 0  # the shutdown drain waits for it
+        assert settler.settler.in_flight() == 0
 
     async_to_sync(scenario)()
     row = workspace_counter(org)
