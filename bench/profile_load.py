@@ -1,5 +1,6 @@
-"""Profile the gateway under load (named profile_load.py: a bench/profile.py would shadow the standard library's
-profile module for the other scripts of this folder) with every middleware and policy on (py-spy), and print the top items.
+"""Profile the gateway under load (named profile_load.py: a bench/profile.py would shadow the standard
+library's profile module for the other scripts of this folder) with every middleware and policy on (py-spy),
+and print the top items.
 
     .venv/bin/python bench/profile_load.py                    # streamed and JSON, 20 s each, wrk at 16 connections
     .venv/bin/python bench/profile_load.py --seconds 10 --stream true
