@@ -10,7 +10,6 @@ AccountingMiddleware (which records the Generation and sets ctx.outcome.cost).
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
@@ -32,8 +31,6 @@ from gateway_project.api.serializers import format_timestamp
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
-
-logger = logging.getLogger("gateway.budgets")
 
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
