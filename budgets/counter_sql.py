@@ -138,6 +138,16 @@ def delete_reservation(cursor, reservation_id: uuid.UUID) -> bool:
     return cursor.rowcount == 1
 
 
+def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Delete the reservation rows; the ids this call removed (a reaped or already settled one is not among them)."""
+    placeholders = ", ".join(["%s"] * len(reservation_ids))
+    cursor.execute(
+        f"DELETE FROM {_table(SpendReservation)} WHERE id IN ({placeholders}) RETURNING id",
+        [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
+    )
+    return {uuid.UUID(str(row[0])) for row in cursor.fetchall()}
+
+
 def apply(cursor, *, counter_id: int, release: int, cost: int, cost_column: str) -> None:
     """Subtract a released hold from reserved_units and add a cost to `cost_column` of one counter."""
     if not release and not cost:
@@ -146,6 +156,17 @@ def apply(cursor, *, counter_id: int, release: int, cost: int, cost_column: str)
         f"UPDATE {_table(SpendCounter)} SET reserved_units = reserved_units - %s, "
         f"{cost_column} = {cost_column} + %s WHERE id = %s",
         [release, cost, counter_id],
+    )
+
+
+def apply_totals(cursor, *, counter_id: int, release: int, spent: int, byok_spent: int) -> None:
+    """Subtract released holds from reserved_units and add costs to both spend columns of one counter."""
+    if not release and not spent and not byok_spent:
+        return
+    cursor.execute(
+        f"UPDATE {_table(SpendCounter)} SET reserved_units = reserved_units - %s, "
+        "spent_units = spent_units + %s, byok_spent_units = byok_spent_units + %s WHERE id = %s",
+        [release, spent, byok_spent, counter_id],
     )
 
 

@@ -6,7 +6,8 @@ UPDATE per row (`... WHERE spent + reserved + amount <= limit`), all in one tran
 counter accepted the hold or none did. PostgreSQL re-evaluates the WHERE clause after waiting for a
 concurrent writer's row lock, and SQLite runs one writer at a time, so the check and the increment are one
 atomic step on both, across processes and replicas. Rows are always locked in ascending id order (no
-deadlocks). Settling removes the hold and adds the actual cost.
+deadlocks). Settling removes the hold and adds the actual cost; the data plane settles concurrent requests
+together (`spend_settle_many`, one transaction per batch, queued by budgets/settler.py).
 
 A `SpendReservation` row records each hold. When a process dies mid-request its hold stays until
 `expires_at` (settings.GATEWAY_BUDGET_RESERVATION_TTL); `reservations_reap` then releases it. Reaping runs
@@ -215,6 +216,40 @@ def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
         release = hold.amount_units if sql.delete_reservation(cursor, hold.reservation_id) else 0
         for counter_id in hold.counter_ids:  # ascending, like reservations
             sql.apply(cursor, counter_id=counter_id, release=release, cost=cost_units, cost_column=column)
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """One request's settlement: its hold and its actual cost (paid by a BYOK key or not)."""
+
+    hold: Hold
+    cost_units: int
+    is_byok: bool
+
+
+def spend_settle_many(settlements: list[Settlement]) -> None:
+    """Settle many requests in one transaction: one DELETE of their reservations, one UPDATE per counter.
+
+    A hold is released only when this call deleted its reservation row (`reservations_reap` may have
+    released an expired one already); costs are added in any case, as `spend_settle` does.
+    """
+    if not settlements:
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        sql.fast_commit(cursor)
+        deleted = sql.delete_reservations(cursor, list({s.hold.reservation_id: None for s in settlements}))
+        totals: dict[int, list[int]] = {}  # counter id -> [release, spent, byok spent]
+        for settlement in settlements:
+            hold = settlement.hold
+            release = hold.amount_units if hold.reservation_id in deleted else 0
+            deleted.discard(hold.reservation_id)  # released once, even if the same hold came twice
+            for counter_id in hold.counter_ids:
+                total = totals.setdefault(counter_id, [0, 0, 0])
+                total[0] += release
+                total[2 if settlement.is_byok else 1] += settlement.cost_units
+        for counter_id in sorted(totals):  # ascending, like reservations: no deadlocks
+            release, spent, byok_spent = totals[counter_id]
+            sql.apply_totals(cursor, counter_id=counter_id, release=release, spent=spent, byok_spent=byok_spent)
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:

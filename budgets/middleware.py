@@ -1,5 +1,8 @@
 """Spend enforcement of the data plane: reserve the worst-case cost before the upstream call, settle after.
 
+Settlements are group-committed (budgets/settler.py); a hold whose client went away while it was being
+taken is released at once, on its own (`spend_settle`).
+
 Runs after GuardrailMiddleware (which appends guardrail limits to ctx.spend_limits) and before
 AccountingMiddleware (which records the Generation and sets ctx.outcome.cost).
 """
@@ -7,13 +10,20 @@ AccountingMiddleware (which records the Generation and sets ctx.outcome.cost).
 from __future__ import annotations
 
 import asyncio
-import logging
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from budgets import counters
-from budgets.counters import Hold, LimitExceeded, spend_reserve, spend_settle, units_to_usd, usd_to_units
+from budgets import counters, settler
+from budgets.counters import (
+    Hold,
+    LimitExceeded,
+    Settlement,
+    spend_reserve,
+    spend_settle,
+    units_to_usd,
+    usd_to_units,
+)
 from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import GatewayError
@@ -21,8 +31,6 @@ from gateway_project.api.serializers import format_timestamp
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
-
-logger = logging.getLogger("gateway.budgets")
 
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
@@ -141,11 +149,7 @@ class BudgetMiddleware:
         if not cost and outcome.candidate is not None:  # cut short before the handler priced it: as accounting does
             cost = compute_cost(outcome.candidate, outcome.usage)
         cost = cost if cost and cost > 0 else 0
-        settle = _settle(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
-        try:
-            # Shielded: a second cancellation must not leave the hold in place.
-            await asyncio.shield(settle)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            logger.exception("settling reservation %s failed; it is released when it expires", hold.reservation_id)
+        settlement = Settlement(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
+        # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second
+        # cancellation only stops the waiting, the settlement stays queued. A failure is logged there.
+        await settler.settle(settlement)

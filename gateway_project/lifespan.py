@@ -5,8 +5,10 @@ uvicorn, on SIGTERM, stops accepting connections, lets in-flight responses finis
 A cancelled stream still records its Generation row (AccountingMiddleware's `finally`), but that write
 needs the event loop to keep running: without this handler the loop stops right after the cancellation
 and the rows of the cut streams are lost. Here shutdown waits (at most GATEWAY_SHUTDOWN_DRAIN_SECONDS)
-until no inference request is in progress, accounting included, then closes the upstream client
-session and the accounting writer's database connection. Serve with `--lifespan on`.
+until no inference request is in progress, accounting and budget settlement included (a request counts
+until both are written; a write whose request was cancelled a second time counts while it is queued), then
+closes the upstream client session and the accounting writer's database connection. Serve with
+`--lifespan on`.
 """
 
 from __future__ import annotations
@@ -20,14 +22,21 @@ from django.conf import settings
 logger = logging.getLogger("gateway.lifespan")
 
 
-async def drain(timeout: float) -> int:
-    """Wait until the data plane has no request in progress; the number still running when time ran out."""
+def _in_progress() -> int:
+    """Requests still running, plus queued writes whose request stopped waiting (cancelled a second time)."""
+    from budgets.settler import settler
     from inference.consumers import responses_consumer
+    from inference.recorder import writer
 
+    return responses_consumer.active + writer.in_flight() + settler.in_flight()
+
+
+async def drain(timeout: float) -> int:
+    """Wait until the data plane has no request or queued write in progress; the number left when time ran out."""
     deadline = time.monotonic() + timeout
-    while responses_consumer.active and time.monotonic() < deadline:
+    while _in_progress() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
-    return responses_consumer.active
+    return _in_progress()
 
 
 async def close_clients() -> None:
@@ -46,7 +55,7 @@ async def lifespan(scope, receive, send) -> None:
         elif message["type"] == "lifespan.shutdown":
             left = await drain(settings.GATEWAY_SHUTDOWN_DRAIN_SECONDS)
             if left:
-                logger.error("shutdown: %d inference request(s) still running after the drain time", left)
+                logger.error("shutdown: %d request(s) or queued write(s) still running after the drain time", left)
             try:
                 await close_clients()
             except Exception:

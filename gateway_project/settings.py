@@ -170,6 +170,9 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
 # caps them and the model's context length is unknown.
 GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
 GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
+# Settlements of requests finishing within this many milliseconds are written in one transaction (0: no
+# waiting). A released hold keeps counting against its limits until then (docs/budgets.md).
+GATEWAY_BUDGET_SETTLE_FLUSH_MS = env.int("GATEWAY_BUDGET_SETTLE_FLUSH_MS", default=20)
 
 # Time limits of upstream calls, in seconds: TCP connect; until the response head / first stream event
 # (exceeded: 524 unless another endpoint answers); whole JSON body or gap between stream events.

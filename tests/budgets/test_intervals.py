@@ -15,6 +15,12 @@ from tests.budgets.conftest import Upstream, make_ctx, principal_of, run
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _settle_without_waiting(settings):
+    # time_machine's frozen clock also stops the event loop's: a settlement flush delay would never end.
+    settings.GATEWAY_BUDGET_SETTLE_FLUSH_MS = 0
+
+
 def at(*args):
     return datetime(*args, tzinfo=UTC)
 

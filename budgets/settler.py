@@ -1,0 +1,73 @@
+"""Settles the spend holds of finished requests, group-committed: one transaction for many requests.
+
+BudgetMiddleware awaits the settlement of its own request (after the answer went out), shielded, so nothing
+is fire-and-forget and a second cancellation does not lose it. Settlements of requests that finish within
+`GATEWAY_BUDGET_SETTLE_FLUSH_MS` of each other (0: no waiting; requests finishing while a batch is written
+still share the next one) are written by `counters.spend_settle_many`: one DELETE of the reservation rows,
+one UPDATE per counter. The writes run on Django's shared sync thread, like the holds. While the database is
+unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`; a batch that
+fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
+fails is logged, and its hold is released when it expires (`reservations_reap`), as it would be for a process
+that died.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+
+from budgets.counters import Settlement, spend_settle, spend_settle_many
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
+from gateway_project.group_commit import GroupCommit, retry_while_unavailable
+
+logger = logging.getLogger("gateway.budgets")
+MAX_BATCH = 500
+
+
+_settle_many = sync_to_async(spend_settle_many, thread_sensitive=True)
+_settle_one = sync_to_async(spend_settle, thread_sensitive=True)
+# The shared thread's connection lives across requests: one broken by a database restart is closed before
+# the next try (CONN_HEALTH_CHECKS decides), as the consumer does after a request failed that way.
+_drop_broken_connection = sync_to_async(close_old_connections, thread_sensitive=True)
+
+
+async def _settle_batch(settlements: list[Settlement]) -> None:
+    try:
+        await _settle_many(settlements)
+    except DATABASE_UNAVAILABLE_ERRORS:
+        await _drop_broken_connection()
+        raise
+
+
+async def _write_batch(settlements: list[Settlement]) -> None:
+    await retry_while_unavailable(
+        lambda: _settle_batch(settlements),
+        seconds=settings.GATEWAY_ACCOUNTING_RETRY_SECONDS,
+        what=f"{len(settlements)} budget settlements",
+        log=logger,
+    )
+
+
+async def _write_one(settlement: Settlement) -> None:
+    await _settle_one(hold=settlement.hold, cost_units=settlement.cost_units, is_byok=settlement.is_byok)
+
+
+def _failed(settlement: Settlement) -> None:
+    logger.exception("settling reservation %s failed; it is released when it expires", settlement.hold.reservation_id)
+
+
+settler: GroupCommit[Settlement] = GroupCommit(
+    write_batch=_write_batch,
+    write_one=_write_one,
+    flush_ms=lambda: settings.GATEWAY_BUDGET_SETTLE_FLUSH_MS,
+    on_failure=_failed,
+    max_batch=MAX_BATCH,
+)
+
+
+async def settle(settlement: Settlement) -> None:
+    """Settle this request's hold together with concurrent ones; returns once it is written (or given up)."""
+    await settler.submit(settlement)
