@@ -28,14 +28,15 @@ from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
+from gateway_project.db_thread import in_db_thread
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
-_reserve = sync_to_async(spend_reserve, thread_sensitive=True)
-_settle = sync_to_async(spend_settle, thread_sensitive=True)
+_reserve = in_db_thread(spend_reserve)
+_settle = in_db_thread(spend_settle)
 
 
 def clear_caches() -> None:

@@ -15,31 +15,24 @@ from __future__ import annotations
 
 import logging
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
 from budgets.counters import Settlement, spend_settle, spend_settle_many
-from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
+from gateway_project.db_thread import in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 
 logger = logging.getLogger("gateway.budgets")
 MAX_BATCH = 500
 
 
-_settle_many = sync_to_async(spend_settle_many, thread_sensitive=True)
-_settle_one = sync_to_async(spend_settle, thread_sensitive=True)
-# The shared thread's connection lives across requests: one broken by a database restart is closed before
-# the next try (CONN_HEALTH_CHECKS decides), as the consumer does after a request failed that way.
-_drop_broken_connection = sync_to_async(close_old_connections, thread_sensitive=True)
+# On the data plane's database thread, with the holds (gateway_project/db_thread.py); a connection broken by
+# a database restart is closed there before the error comes back, so the next try opens a fresh one.
+_settle_many = in_db_thread(spend_settle_many)
+_settle_one = in_db_thread(spend_settle)
 
 
 async def _settle_batch(settlements: list[Settlement]) -> None:
-    try:
-        await _settle_many(settlements)
-    except DATABASE_UNAVAILABLE_ERRORS:
-        await _drop_broken_connection()
-        raise
+    await _settle_many(settlements)
 
 
 async def _write_batch(settlements: list[Settlement]) -> None:

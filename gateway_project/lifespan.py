@@ -40,11 +40,13 @@ async def drain(timeout: float) -> int:
 
 
 async def close_clients() -> None:
+    from gateway_project import db_thread
     from inference import recorder
     from inference.providers.http import close_session
 
     await close_session()
     await asyncio.to_thread(recorder.shutdown)
+    await asyncio.to_thread(db_thread.shutdown)
 
 
 async def lifespan(scope, receive, send) -> None:

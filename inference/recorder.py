@@ -5,11 +5,12 @@ out), so nothing is fire-and-forget. Rows of requests that finish close together
 transaction: the writer waits up to `GATEWAY_ACCOUNTING_FLUSH_MS` (or until `MAX_BATCH` rows) and writes
 them with one bulk insert. On PostgreSQL and other server databases the writes run on a dedicated thread
 with its own connection, so they never queue behind the request path's own (rare) database reads; on SQLite
-they run on Django's shared sync thread. While the database is unreachable (OperationalError or
-InterfaceError: a restart, a failover) the batch is retried with backoff for up to
-`GATEWAY_ACCOUNTING_RETRY_SECONDS`, so a request that completed during a restart keeps its row. A batch
-that fails otherwise is retried row by row, so one bad row cannot lose the others; a row that still fails
-is logged with its request id. The queue itself is gateway_project/group_commit.py.
+they run on the data plane's database thread with the budget holds (gateway_project/db_thread.py). While
+the database is unreachable (OperationalError or InterfaceError: a restart, a failover) the batch is
+retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`, so a request that completed during a
+restart keeps its row. A batch that fails otherwise is retried row by row, so one bad row cannot lose the
+others; a row that still fails is logged with its request id. The queue itself is
+gateway_project/group_commit.py.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from gateway_project.db_thread import in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 from inference.accounting import record_generations_sync
 from inference.pipeline.context import Context
@@ -39,10 +40,13 @@ def _in_writer_thread(contexts: list[Context]) -> None:
         close_old_connections()
 
 
+_record_in_db_thread = in_db_thread(record_generations_sync)
+
+
 async def _write(contexts: list[Context]) -> None:
     global _executor
     if connection.vendor == "sqlite":
-        await database_sync_to_async(record_generations_sync)(contexts)
+        await _record_in_db_thread(contexts)
         return
     if _executor is None:
         _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-accounting")

@@ -145,3 +145,14 @@ def gateway_server(django_db_setup, django_db_blocker):
         server = ServerThread(application).start()
         yield server
         server.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_data_plane_threads(django_db_setup):
+    """Release the data plane's database threads' connections before the test database is dropped."""
+    yield
+    from gateway_project import db_thread
+    from inference import recorder
+
+    recorder.shutdown()
+    db_thread.shutdown()
