@@ -180,20 +180,26 @@ def _insert_plan(conn) -> tuple[str, list]:
 
 
 def insert_generations(rows: list[Generation]) -> None:
-    """The INSERT of a batch: one statement run with `executemany` (psycopg pipelines it on PostgreSQL), each
-    value prepared the way its model field prepares it (on PostgreSQL JSON wrapped as jsonb and everything else
-    passed as it is), without the ORM's per-row query compilation: a fraction of `bulk_create`'s CPU."""
+    """The INSERT of a batch: one statement run with `executemany` (psycopg pipelines it on PostgreSQL, with
+    server-side binding), each value prepared the way its model field prepares it (on PostgreSQL JSON wrapped
+    as jsonb and everything else passed as it is), without the ORM's per-row query compilation: a fraction of
+    `bulk_create`'s CPU."""
     conn = transaction.get_connection()
     sql, preps = _insert_plan(conn)
     if conn.vendor == "postgresql":
+        import psycopg
+
         params = [
             [getattr(row, name) if prep is None else prep(getattr(row, name)) for name, prep in preps] for row in rows
         ]
-    else:
-        params = [
-            [getattr(row, name) if prep is None else prep(getattr(row, name), conn) for name, prep in preps]
-            for row in rows
-        ]
+        # Server-side binding (Django's cursors bind client-side: quoting every value in Python cost about a
+        # third of this insert's CPU); no prepared statement, as everywhere (pgbouncer's transaction mode).
+        with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
+            cursor.executemany(sql, params)
+        return
+    params = [
+        [getattr(row, name) if prep is None else prep(getattr(row, name), conn) for name, prep in preps] for row in rows
+    ]
     with conn.cursor() as cursor:
         cursor.executemany(sql, params)
 
