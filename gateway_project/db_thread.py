@@ -11,6 +11,9 @@ call goes to asgiref instead, which runs it on the calling thread and its connec
 
 A call that fails because the database is unreachable closes the thread's broken connection before the
 error reaches the caller (the next call opens a fresh one).
+
+`DatabaseThread` is the mechanism (one thread, its own connection, closed at shutdown); the accounting
+writer on PostgreSQL has one of its own (inference/recorder.py).
 """
 
 from __future__ import annotations
@@ -27,14 +30,6 @@ from django.db import close_old_connections
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 
 T = TypeVar("T")
-_executor: ThreadPoolExecutor | None = None
-
-
-def _get_executor() -> ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-db")
-    return _executor
 
 
 def _guarded(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
@@ -45,6 +40,35 @@ def _guarded(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
         raise
 
 
+class DatabaseThread:
+    """One thread with its own database connection, started on first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _get_executor(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        return self._executor
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`fn(*args, **kwargs)` on this thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._get_executor(), _guarded, fn, args, kwargs)
+
+    def shutdown(self) -> None:
+        """Close the thread's database connection and stop it (process or test-session end)."""
+        if self._executor is not None:
+            from django.db import connections
+
+            self._executor.submit(connections.close_all).result(timeout=10)
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+data_plane_thread = DatabaseThread("gateway-db")
+
+
 def in_db_thread(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     """An async version of `fn` that runs it on the data plane's database thread."""
     fallback = sync_to_async(fn, thread_sensitive=True)
@@ -53,18 +77,11 @@ def in_db_thread(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     async def call(*args: Any, **kwargs: Any) -> T:
         if getattr(AsyncToSync.executors, "current", None) is not None:
             return await fallback(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_get_executor(), _guarded, fn, args, kwargs)
+        return await data_plane_thread.run(fn, *args, **kwargs)
 
     return call
 
 
 def shutdown() -> None:
-    """Close the thread's database connection and stop it (process or test-session end)."""
-    global _executor
-    if _executor is not None:
-        from django.db import connections
-
-        _executor.submit(connections.close_all).result(timeout=10)
-        _executor.shutdown(wait=True)
-        _executor = None
+    """Close the data plane thread's database connection and stop it (process or test-session end)."""
+    data_plane_thread.shutdown()

@@ -15,21 +15,20 @@ gateway_project/group_commit.py.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from gateway_project.db_thread import in_db_thread
+from gateway_project.db_thread import DatabaseThread, in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 from inference.accounting import record_generations_sync
 from inference.pipeline.context import Context
 
 logger = logging.getLogger("gateway.accounting")
 MAX_BATCH = 500
-_executor: ThreadPoolExecutor | None = None
+# PostgreSQL and other server databases: the rows are written on a thread and connection of their own.
+_writer_thread = DatabaseThread("gateway-accounting")
 
 
 def _in_writer_thread(contexts: list[Context]) -> None:
@@ -44,13 +43,10 @@ _record_in_db_thread = in_db_thread(record_generations_sync)
 
 
 async def _write(contexts: list[Context]) -> None:
-    global _executor
     if connection.vendor == "sqlite":
         await _record_in_db_thread(contexts)
         return
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gateway-accounting")
-    await asyncio.get_running_loop().run_in_executor(_executor, _in_writer_thread, contexts)
+    await _writer_thread.run(_in_writer_thread, contexts)
 
 
 async def _write_while_unavailable(contexts: list[Context]) -> None:
@@ -87,10 +83,4 @@ async def record_generation(ctx: Context) -> None:
 
 def shutdown() -> None:
     """Close the writer thread's database connection and stop the thread (process or test-session end)."""
-    global _executor
-    if _executor is not None:
-        from django.db import connections
-
-        _executor.submit(connections.close_all).result(timeout=10)
-        _executor.shutdown(wait=True)
-        _executor = None
+    _writer_thread.shutdown()
