@@ -205,10 +205,13 @@ class _DriverCursor:
     def rowcount(self) -> int:
         return self.cursor.rowcount
 
+    def fetchall(self) -> list:
+        return self.cursor.fetchall()
+
 
 @contextmanager
 def counter_transaction() -> Iterator:
-    """One transaction for the statements of a hold or a settlement, on the hot path of every request.
+    """One transaction for the statements of a hold, a settlement or a reaping (every counter write).
 
     Outside any `atomic()` block (the data plane) it is BEGIN ... COMMIT on the driver's connection: Django's
     transaction and cursor wrappers cost more than the statements themselves on SQLite (about 90 us of

@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
 from django.db.models import DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
@@ -211,8 +210,7 @@ def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime,
 def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
     """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
     column = "byok_spent_units" if is_byok else "spent_units"
-    with transaction.atomic(), connection.cursor() as cursor:
-        sql.fast_commit(cursor)
+    with sql.counter_transaction() as cursor:
         release = hold.amount_units if sql.delete_reservation(cursor, hold.reservation_id) else 0
         for counter_id in hold.counter_ids:  # ascending, like reservations
             sql.apply(cursor, counter_id=counter_id, release=release, cost=cost_units, cost_column=column)
@@ -235,8 +233,7 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
     """
     if not settlements:
         return
-    with transaction.atomic(), connection.cursor() as cursor:
-        sql.fast_commit(cursor)
+    with sql.counter_transaction() as cursor:
         deleted = sql.delete_reservations(cursor, list({s.hold.reservation_id: None for s in settlements}))
         totals: dict[int, list[int]] = {}  # counter id -> [release, spent, byok spent]
         for settlement in settlements:
@@ -259,7 +256,7 @@ def reservations_reap(*, now: datetime, batch: int = 500) -> int:
     )
     released = 0
     for reservation_id, amount, counter_ids in expired:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with sql.counter_transaction() as cursor:
             if sql.delete_reservation(cursor, reservation_id):
                 for counter_id in sorted(counter_ids):
                     sql.apply(cursor, counter_id=counter_id, release=amount, cost=0, cost_column="spent_units")
