@@ -10,6 +10,7 @@ byte reached the client moves to the next candidate; a bad request stops. Every 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from datetime import UTC, datetime
@@ -19,7 +20,8 @@ import orjson
 from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
-from inference.accounting import compute_cost, estimate_usage
+from budgets.estimate import output_token_cap
+from inference.accounting import charge_unanswered, estimate_usage, settled_cost, settled_usage
 from inference.credentials import credentials_for
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
@@ -99,13 +101,27 @@ def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
     ctx.outcome.attempts.append({"model": candidate.model_slug, "provider": candidate.provider_slug, "status": status})
 
 
+def with_output_cap(body: dict[str, Any], ctx: Context, candidate: Candidate) -> dict[str, Any]:
+    """The upstream body with the output cap the worst-case estimate assumed (budgets/estimate.py): sent when
+    the request sets none, or lowered to the endpoint's cap when the request asks for more."""
+    cap = output_token_cap(ctx.body, candidate)
+    if body.get("max_output_tokens") == cap:
+        return body
+    return {**body, "max_output_tokens": cap}
+
+
 async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
-    result = await get_adapter(candidate.api_format).complete(call)
+    try:
+        result = await get_adapter(candidate.api_format).complete(call)
+    except asyncio.CancelledError:
+        charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
+        raise
     outcome = ctx.outcome
     outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
-    cost = compute_cost(candidate, result.usage)
+    usage = settled_usage(ctx, candidate, result.usage, result.output)
+    cost = settled_cost(ctx, candidate, usage)
     outcome.status, outcome.upstream_id, outcome.finish_reason = result.status, result.upstream_id, result.finish_reason
-    outcome.usage, outcome.cost, outcome.output = result.usage, cost, result.output
+    outcome.usage, outcome.cost, outcome.output = usage, cost, result.output
     outcome.output_text = result.text
     outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
     _settle(ctx, candidate, cred, "success")
@@ -113,7 +129,7 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
         ctx,
         status=result.status,
         output=result.output,
-        usage=usage_object(result.usage, cost, cred.is_byok),
+        usage=usage_object(usage, cost, cred.is_byok),
         incomplete_reason=result.incomplete_reason,
         model=candidate.model_slug,
     )
@@ -134,7 +150,11 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
     events = adapter.stream(call).__aiter__()
     writer = None
     try:
-        event = await events.__anext__()  # a failure here can still fall back
+        try:
+            event = await events.__anext__()  # a failure here can still fall back
+        except asyncio.CancelledError:
+            charge_unanswered(ctx, candidate, cred.is_byok)
+            raise
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
         writer = ResponseStream(ctx, responder, candidate, cred.is_byok)
@@ -199,7 +219,7 @@ async def handle(ctx: Context) -> None:
             continue
         for cred in credentials:
             call = UpstreamCall(
-                body=body,
+                body=with_output_cap(body, ctx, candidate),
                 upstream_model=candidate.upstream_model,
                 base_url=candidate.base_url,
                 credential=cred,
