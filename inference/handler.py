@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from gateway_project.api.errors import GatewayError
 from budgets.estimate import output_token_cap
+from gateway_project.api.errors import GatewayError
 from inference.accounting import charge_unanswered, estimate_usage, settled_cost, settled_usage
 from inference.credentials import credentials_for
 from inference.pipeline.context import Candidate, Context, Credential

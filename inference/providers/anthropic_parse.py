@@ -7,8 +7,8 @@ the JSON of `input`; streamed `input_json_delta` pieces are joined and reported 
 model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
 tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
 cache_creation_input_tokens, cached = cache_read_input_tokens, cache writes split into 1 hour
-(`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes (the rest); no usage at all → `reported=False`. An `error` event is a ProviderError of the
-kind its `error.type` names (overloaded_error → OVERLOADED, ...).
+(`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes (the rest); no usage at all → `reported=False`.
+An `error` event is a ProviderError of the kind its `error.type` names (overloaded_error → OVERLOADED, ...).
 """
 
 from __future__ import annotations
