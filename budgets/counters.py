@@ -86,7 +86,7 @@ def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendL
     return list(chosen.items())
 
 
-def _generations_of(scope: str, scope_id: str):
+def generations_of(scope: str, scope_id: str):
     """The Generation rows whose spend a counter of this scope counts, or None when they cannot be told."""
     from inference.models import Generation
 
@@ -107,7 +107,7 @@ def _generations_of(scope: str, scope_id: str):
 def _initial_spend(key: tuple) -> tuple[int, int]:
     """Spend already recorded in the period before the counter existed (a limit added mid-period)."""
     scope, scope_id, _interval, start = key
-    rows = _generations_of(scope, scope_id)
+    rows = generations_of(scope, scope_id)
     if rows is None:
         return 0, 0
     zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
