@@ -18,12 +18,11 @@ request that outlives its hold's TTL and settles later replaces the reaped charg
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-
-import logging
 
 from django.conf import settings
 from django.db.models import DecimalField, Q, Sum, Value
