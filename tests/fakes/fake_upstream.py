@@ -39,7 +39,8 @@ Billing (usage reported): `fake.billing = "fixed"` (default, the figures above) 
 bills what it is sent: input tokens = ceil(request bytes / 4) + 4 per message + 8, where each image part
 counts `fake.image_tokens` instead of its bytes (`billed_input_tokens`); output tokens = the output cap the
 request sent (`max_output_tokens`, `max_completion_tokens` or `max_tokens`: the model writes to its cap), or
-`fake.uncapped_output_tokens` when it sent none. `fake.omit_usage = True` answers without any usage.
+`fake.uncapped_output_tokens` when it sent none. `fake.omit_usage = True` answers without any usage, and so
+does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow-stream-40`).
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
@@ -307,7 +308,7 @@ class FakeUpstream:
             )
         else:
             reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish)
-        reply.omit_usage = self.omit_usage
+        reply.omit_usage = self.omit_usage or "no-usage" in str(body.get("model", ""))
         if self.billing == "size":
             reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
             reply.cached_tokens = reply.reasoning_tokens = 0
