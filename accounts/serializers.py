@@ -8,7 +8,6 @@ from accounts.models import ApiKey, LimitReset, User, Workspace, WorkspaceMember
 from accounts.selectors import USAGE_FIELDS, limit_remaining
 from gateway_project.api.serializers import GatewayModelSerializer, TimestampField
 
-
 MAX_PER_MINUTE = 2_147_483_647  # the database column's largest value
 
 

@@ -14,7 +14,6 @@ from accounts.models import ApiKey, Organization, OrgRole, User, Workspace, Work
 from accounts.selectors import organization_users
 from gateway_project.api.errors import GatewayError, validation_error
 
-
 RATE_LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
 
 
