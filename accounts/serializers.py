@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from accounts.models import ApiKey, LimitReset, User, Workspace, WorkspaceMember, WorkspaceRole
 from accounts.selectors import USAGE_FIELDS, limit_remaining
-from gateway_project.api.serializers import GatewayModelSerializer, TimestampField
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer, TimestampField
 
 
 class ApiKeySerializer(GatewayModelSerializer):
@@ -79,7 +79,7 @@ class ApiKeySerializer(GatewayModelSerializer):
         return float(self._usage(obj)["byok_usage_monthly"])
 
 
-class _KeyLimitFields(serializers.Serializer):
+class _KeyLimitFields(StrictSerializer):
     name = serializers.CharField(min_length=1, max_length=200)
     disabled = serializers.BooleanField(required=False)
     limit = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0, required=False, allow_null=True)
@@ -95,9 +95,13 @@ class ApiKeyCreateSerializer(_KeyLimitFields):
     is_management = serializers.BooleanField(required=False, default=False)
     creator_user_id = serializers.UUIDField(required=False, allow_null=True)
 
+    refused = {"external": "not supported: keys carry no partner identity (external_user is always null)"}
+
 
 class ApiKeyUpdateSerializer(_KeyLimitFields):
     """PATCH /keys/{hash}: only the fields present change."""
+
+    refused = {"workspace_id": "a key cannot be moved to another workspace: create a key in that workspace"}
 
 
 class ApiKeyCreatedSerializer(serializers.Serializer):
@@ -115,7 +119,7 @@ class WorkspaceSerializer(GatewayModelSerializer):
         fields = ["id", "name", "slug", "description", "default_guardrail_id", "created_at", "updated_at"]
 
 
-class WorkspaceWriteSerializer(serializers.Serializer):
+class WorkspaceWriteSerializer(StrictSerializer):
     """POST /workspaces (name required) and PATCH /workspaces/{id} (all optional)."""
 
     name = serializers.CharField(min_length=1, max_length=200)
@@ -134,7 +138,7 @@ class WorkspaceMemberSerializer(GatewayModelSerializer):
         fields = ["user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
 
 
-class WorkspaceMembersChangeSerializer(serializers.Serializer):
+class WorkspaceMembersChangeSerializer(StrictSerializer):
     """POST /workspaces/{id}/members/add|remove."""
 
     user_ids = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=100)
