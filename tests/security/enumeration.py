@@ -20,6 +20,7 @@ ANY_KEY_OPERATIONS = {
     ("GET", "/api/v1/models"),
     ("GET", "/api/v1/models/{vendor}/{name}"),
     ("GET", "/api/v1/models/{vendor}/{name}/endpoints"),
+    ("GET", "/api/v1/generation"),
 }
 # Operations on the shared catalog, which belongs to no organization (out of the cross-organization tests).
 CATALOG_OPERATIONS = {("GET", "/api/v1/models/{vendor}/{name}"), ("GET", "/api/v1/models/{vendor}/{name}/endpoints")}
