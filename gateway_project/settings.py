@@ -209,6 +209,9 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
 
+# GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
+GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
+
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
