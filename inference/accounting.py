@@ -139,6 +139,7 @@ def build_generation(ctx: Context) -> Generation:
         cost=cost,
         is_byok=outcome.credential_is_byok,
         streamed=ctx.stream,
+        ingress_format=ctx.ingress_format,
         latency_ms=outcome.latency_ms,
         ttft_ms=outcome.ttft_ms,
         tool_calls=outcome.tool_calls,
