@@ -139,7 +139,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
     "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
