@@ -30,6 +30,7 @@ from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts,
 from inference.providers.registry import get_adapter
 from inference.response import response_object, usage_object
 from inference.routing import remember_session, resolve_candidates
+from inference.servertools.plan import refuse_unimplemented
 from inference.streaming import ResponseStream
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -137,7 +138,7 @@ def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -
     outcome.candidate = candidate
     outcome.credential_is_byok = cred.is_byok
     _attempt(ctx, candidate, status)
-    remember_session(ctx.session_id, candidate)
+    remember_session(ctx, candidate)
 
 
 async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
@@ -196,6 +197,8 @@ def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, A
 async def handle(ctx: Context) -> None:
     """Answer the request from the first candidate that works."""
     responder = ctx.extras["inference.responder"]
+    if ctx.body.get("plugins") or ctx.body.get("tools"):
+        refuse_unimplemented(ctx.body)
     candidates = await resolve_candidates(ctx)
     body = upstream_body(ctx)
     stream = ctx.stream

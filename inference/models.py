@@ -107,6 +107,15 @@ class Endpoint(models.Model):
         return f"{self.model.slug} @ {self.provider.slug}"
 
 
+class IngressFormat(models.TextChoices):
+    """The wire format the client spoke (which data-plane endpoint the request came in through)."""
+
+    RESPONSES = "responses", "OpenAI Responses (/responses)"
+    CHAT_COMPLETIONS = "chat-completions", "OpenAI Chat Completions (/chat/completions)"
+    MESSAGES = "messages", "Anthropic Messages (/messages)"
+    EMBEDDINGS = "embeddings", "OpenAI Embeddings (/embeddings)"
+
+
 class GenerationStatus(models.TextChoices):
     COMPLETED = "completed", "Completed"
     INCOMPLETE = "incomplete", "Incomplete"
@@ -141,6 +150,12 @@ class Generation(models.Model):
     cost = models.DecimalField(max_digits=18, decimal_places=10, default=0)
     is_byok = models.BooleanField(default=False)
     streamed = models.BooleanField(default=False)
+    ingress_format = models.CharField(
+        max_length=20,
+        choices=IngressFormat.choices,
+        default=IngressFormat.RESPONSES,
+        help_text="Wire format of the client's request",
+    )
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     ttft_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time to first token")
     tool_calls = models.PositiveIntegerField(default=0)

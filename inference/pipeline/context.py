@@ -147,6 +147,7 @@ class Context:
     guardrail_policy: Any = None  # owned by guardrails.middleware
     outcome: Outcome = field(default_factory=Outcome)
     extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
+    ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
 
     @property
     def stream(self) -> bool:
