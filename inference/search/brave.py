@@ -5,10 +5,19 @@ subscription key in `X-Subscription-Token`. Answer: `{"web": {"results": [{"titl
 
 from __future__ import annotations
 
+import html
+import re
+
 from inference.search.base import SearchEngine, SearchError, SearchResult
 
 DEFAULT_URL = "https://api.search.brave.com/res/v1/web/search"
 MAX_COUNT = 20
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _plain(value: object) -> str:
+    """Brave marks the query's words in snippets with <strong>: plain text for the model."""
+    return html.unescape(_TAG.sub("", str(value or "")))
 
 
 class BraveEngine(SearchEngine):
@@ -26,9 +35,9 @@ class BraveEngine(SearchEngine):
             return []  # no web results for the query
         return [
             SearchResult(
-                title=str(item.get("title") or item.get("url")),
+                title=_plain(item.get("title") or item.get("url")),
                 url=str(item.get("url") or ""),
-                snippet=str(item.get("description") or ""),
+                snippet=_plain(item.get("description")),
                 published=str(item.get("age") or item.get("page_age") or ""),
             )
             for item in items

@@ -52,27 +52,30 @@ def configured_engines() -> dict[str, SearchEngine]:
     return engines
 
 
-def _no_engine(user: str, why: str) -> GatewayError:
-    return GatewayError(400, f"{user} needs a web search engine, and {why}", metadata={"field": user})
+def _no_engine(field: str, label: str, why: str) -> GatewayError:
+    return GatewayError(400, f"{field}: {label} needs a web search engine, and {why}", metadata={"field": field})
 
 
-def engine_for(ctx: Any, requested: str | None, user: str) -> SearchEngine:
-    """The engine serving `user` (e.g. `tools[1]` service:web_search, `plugins[0]` web) for this request."""
+def engine_for(ctx: Any, requested: str | None, field: str, label: str, engine_field: str = "") -> SearchEngine:
+    """The engine serving `label` (e.g. `service:web_search` at `field` `tools[1]`) for this request.
+
+    400 naming `field` (or `engine_field` for a requested engine that is not configured) when there is none.
+    """
     engines = configured_engines()
     if requested:
         if requested not in engines:
-            raise validation_error(f"{user}.engine", f"search engine '{requested}' is not configured on this gateway")
+            raise validation_error(engine_field or field, f"search engine '{requested}' is not configured here")
         return engines[requested]
     workspace = str(ctx.principal.workspace_id) if ctx.principal is not None else ""
     chosen = settings.GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES.get(workspace) or settings.GATEWAY_WEB_SEARCH_ENGINE
     if chosen == "none":
-        raise _no_engine(user, "web search is switched off for this workspace")
+        raise _no_engine(field, label, "web search is switched off for this workspace")
     if chosen:
         if chosen not in engines:
-            raise _no_engine(user, f"the engine '{chosen}' chosen for it is not configured")
+            raise _no_engine(field, label, f"the engine '{chosen}' chosen for it is not configured")
         return engines[chosen]
     if len(engines) == 1:
         return next(iter(engines.values()))
     if not engines:
-        raise _no_engine(user, "none is configured (GATEWAY_SEARXNG_URL or GATEWAY_BRAVE_SEARCH_API_KEY)")
-    raise _no_engine(user, "several are configured but GATEWAY_WEB_SEARCH_ENGINE does not choose one")
+        raise _no_engine(field, label, "none is configured on this gateway")
+    raise _no_engine(field, label, "several are configured and GATEWAY_WEB_SEARCH_ENGINE does not choose one")

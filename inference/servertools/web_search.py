@@ -54,7 +54,7 @@ def _options(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ready(ctx: Any, tool: dict[str, Any], field: str) -> None:
-    engine_for(ctx, _options(tool).get("engine"), f"{field} ({KIND})")
+    engine_for(ctx, _options(tool).get("engine"), field, KIND, f"{field}.parameters.engine")
 
 
 def _definition(tool: dict[str, Any], loop: Any) -> dict[str, Any]:
@@ -89,8 +89,8 @@ def format_results(query: str, results: list[SearchResult], engine: str) -> str:
     return "\n".join(lines)
 
 
-async def search(ctx: Any, query: str, options: dict[str, Any], user: str) -> tuple[list[SearchResult], Any]:
-    engine = engine_for(ctx, options.get("engine"), user)
+async def search(ctx: Any, query: str, options: dict[str, Any], label: str) -> tuple[list[SearchResult], Any]:
+    engine = engine_for(ctx, options.get("engine"), label, label)
     results = await engine.search(query, options.get("max_results") or DEFAULT_MAX_RESULTS)
     return results, engine
 
@@ -118,7 +118,7 @@ async def _run(ctx: Any, tool: dict[str, Any], arguments: dict[str, Any], loop: 
 
 def _max_fee(ctx: Any, tool: dict[str, Any]) -> Decimal:
     try:
-        return engine_for(ctx, _options(tool).get("engine"), KIND).config.price_per_query
+        return engine_for(ctx, _options(tool).get("engine"), KIND, KIND).config.price_per_query
     except Exception:
         return Decimal(0)
 

@@ -19,6 +19,7 @@ class Reply:
     tool_arguments: list[str] = field(default_factory=list)  # argument JSON in stream pieces
     finish: str = "stop"  # stop | length | content_filter | tool_calls
     more_calls: list[tuple[str, str, str]] = field(default_factory=list)  # (call_id, name, arguments), Responses only
+    fail_status: int | None = None  # a scripted failure: the format's error body with this HTTP status
     input_tokens: int = 12  # total prompt tokens, cached included
     cached_tokens: int = 4
     reasoning_tokens: int = 2

@@ -38,7 +38,7 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
 one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
 back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
-`more_calls` adds parallel calls (Responses format only).
+`more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
@@ -307,7 +307,10 @@ class FakeUpstream:
             await asyncio.sleep(scenario.delay if scenario.delay is not None else self.first_byte_delay)
         if name == "garbage-json":
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
-        document, frames = self._render(request.path, body, self._reply(scenario, body))
+        reply = self._reply(scenario, body)
+        if reply.fail_status:
+            return self._error(request.path, reply.fail_status, record.auth)
+        document, frames = self._render(request.path, body, reply)
         if not record.stream:
             return await self._send_json(request, document, name, scenario.delay)
         return await self._send_stream(request, frames, scenario)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import orjson
+import pytest
 
 from tests.inference.conftest import generations
 from tests.servertools.conftest import MODEL, call, text
@@ -93,3 +94,80 @@ def test_stream_shows_the_search_item_as_it_happens_then_the_text(agent, agent_c
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     [row] = generations(1)
     assert row.tool_calls == 1 and row.input_tokens == 24 and row.streamed
+
+
+def test_no_engine_configured_is_a_400_naming_the_tool(agent, agent_catalog, settings):
+    settings.GATEWAY_SEARXNG_URL = ""
+    settings.GATEWAY_BRAVE_SEARCH_API_KEY = ""
+    body = {"model": MODEL, "input": "hi", "tools": [{"type": "function", "name": "f"}, {"type": "service:web_search"}]}
+    response = agent.post("/responses", json=body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["metadata"]["field"] == "tools[1]"
+    assert "service:web_search needs a web search engine" in error["message"]
+    assert agent_catalog.requests == []
+
+
+def test_workspace_without_search_is_a_400(agent, agent_catalog, searxng, settings, org):
+    settings.GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = {str(org.workspace.id): "none"}
+    response = agent.post("/responses", json={"model": MODEL, "input": "hi", "tools": [{"type": "service:web_search"}]})
+    assert response.status_code == 400
+    assert "switched off for this workspace" in response.json()["error"]["message"]
+
+
+def test_requested_engine_must_be_configured(agent, agent_catalog, searxng):
+    tool = {"type": "service:web_search", "parameters": {"engine": "brave"}}
+    response = agent.post("/responses", json={"model": MODEL, "input": "hi", "tools": [tool]})
+    assert response.status_code == 400
+    assert response.json()["error"]["metadata"]["field"] == "tools[0].parameters.engine"
+
+
+@pytest.mark.parametrize(
+    ("tool", "field"),
+    [
+        ({"type": "service:web_search", "parameters": {"max_results": 0}}, "tools[0].parameters.max_results"),
+        ({"type": "service:web_search", "parameters": {"max_results": 21}}, "tools[0].parameters.max_results"),
+        ({"type": "service:web_search", "parameters": {"engine": "google"}}, "tools[0].parameters.engine"),
+        ({"type": "service:web_search", "parameters": {"safe": True}}, "tools[0].parameters.safe"),
+        ({"type": "service:web_search", "parameters": 3}, "tools[0].parameters"),
+        ({"type": "service:web_search", "name": "x"}, "tools[0].name"),
+    ],
+)
+def test_invalid_tool_fields_are_400(agent, agent_catalog, searxng, tool, field):
+    response = agent.post("/responses", json={"model": MODEL, "input": "hi", "tools": [tool]})
+    assert response.status_code == 400 and response.json()["error"]["metadata"]["field"] == field
+
+
+def test_brave_engine_by_workspace_with_max_results(agent, agent_catalog, searxng, settings, org):
+    settings.GATEWAY_BRAVE_SEARCH_API_KEY = searxng.brave_key
+    settings.GATEWAY_BRAVE_SEARCH_URL = f"{searxng.url}/res/v1/web/search"
+    settings.GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY = "0.005"
+    settings.GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = {str(org.workspace.id): "brave"}
+    agent_catalog.script = [call("web_search", '{"query": "paris"}'), text("Sunny.")]
+    tool = {"type": "service:web_search", "parameters": {"max_results": 2}}
+    response = agent.post("/responses", json={"model": MODEL, "input": "hi", "tools": [tool]})
+    assert response.status_code == 200, response.text
+    item = response.json()["output"][0]
+    assert item["engine"] == "brave" and len(item["action"]["sources"]) == 2
+    path, query, headers = searxng.requests[-1]
+    assert path == "/res/v1/web/search" and query == {"q": "paris", "count": "2"}
+    assert headers["x-subscription-token"] == searxng.brave_key
+    assert "<strong>" not in item["output"] and "Sunny, 21 °C." in item["output"]
+    # The search fee is part of the cost: 18e-6 + 18e-6 for the turns, 0.005 for the query.
+    assert Decimal(str(response.json()["usage"]["cost"])) == Decimal("0.005036")
+    [row] = generations(1)
+    assert row.cost == Decimal("0.005036")
+
+
+def test_official_sdk_reads_the_answer_and_its_citations(agent_sdk, agent_catalog, searxng):
+    agent_catalog.script = [call("web_search", '{"query": "paris weather"}'), text(CITED)]
+    response = agent_sdk.responses.create(model=MODEL, input="Weather?", tools=[{"type": "service:web_search"}])
+    assert response.output_text == CITED
+    annotation = response.output[1].content[0].annotations[0]
+    assert annotation.type == "url_citation" and annotation.url == "https://weather.example.com/paris"
+    agent_catalog.script = [call("web_search", '{"query": "paris weather"}'), text(CITED)]
+    with agent_sdk.responses.stream(model=MODEL, input="Weather?", tools=[{"type": "service:web_search"}]) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    assert final.output_text == CITED
+    assert "response.output_text.annotation.added" in {e.type for e in events}
