@@ -140,7 +140,7 @@ VALID = [
         }
     },
     {"tool_choice": {"type": "tool", "name": "f", "disable_parallel_tool_use": True}},
-    {"unknown_member": {"is": "ignored"}, "stream": "not checked, not kept"},
+    {"stream": "not checked, not kept", "metadata": {"user_id": "u"}},
 ]
 
 
@@ -149,4 +149,10 @@ def test_valid_messages_bodies_are_accepted(api, extra):
     response = api.post("/api/v1/presets/v/messages", {**BASE, **extra}, format="json")
     assert response.status_code == 200, response.json()
     config = response.json()["data"]["designated_version"]["config"]
-    assert "unknown_member" not in config and "stream" not in config
+    assert "stream" not in config and "metadata" not in config
+
+
+def test_unknown_messages_member_is_refused_by_name(api):
+    response = api.post("/api/v1/presets/v/messages", {**BASE, "unknown_member": 1}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["metadata"]["field"] == "unknown_member"
