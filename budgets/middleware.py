@@ -146,6 +146,9 @@ class BudgetMiddleware:
     async def _settle(self, ctx: Context, hold: Hold) -> None:
         outcome = ctx.outcome
         cost = final_cost(ctx)  # the figure the Generation row records
+        # The server-tool loop settles its later turns itself (inference/servertools/budget.py): not twice.
+        cost -= ctx.extras.get("budgets.settled_by_turns_usd", 0)
+        cost = cost if cost > 0 else 0
         settlement = Settlement(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
         # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second
         # cancellation only stops the waiting, the settlement stays queued. A failure is logged there.

@@ -66,9 +66,10 @@ class GenerationAdmin(admin.ModelAdmin):
         "cost",
         "is_byok",
         "streamed",
+        "ingress_format",
         "latency_ms",
     )
-    list_filter = ("status", "provider", "is_byok", "streamed")
+    list_filter = ("status", "provider", "is_byok", "streamed", "ingress_format")
     search_fields = ("id", "model", "key_hash", "session_id", "upstream_id")
     date_hierarchy = "created_at"
 

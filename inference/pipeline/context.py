@@ -58,6 +58,8 @@ class Candidate:
     max_image_tokens: int | None = None
     max_audio_tokens: int | None = None
     max_file_tokens: int | None = None
+    # The provider's own time limits ((name, seconds) pairs over the GATEWAY_UPSTREAM_* settings).
+    timeout_overrides: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ class Context:
     guardrail_policy: Any = None  # owned by guardrails.middleware
     outcome: Outcome = field(default_factory=Outcome)
     extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
+    ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
 
     @property
     def stream(self) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
-from inference.providers.canonical import as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -36,13 +36,13 @@ STOP_REASONS = {
 def parse_usage(data: Any) -> Usage:
     if not isinstance(data, dict) or not data:
         return Usage(reported=False)
-    cached = as_int(data.get("cache_read_input_tokens"))
-    written = as_int(data.get("cache_creation_input_tokens"))
+    cached = as_count(data.get("cache_read_input_tokens"), "cache_read_input_tokens")
+    written = as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
     split = data.get("cache_creation") if isinstance(data.get("cache_creation"), dict) else {}
-    written_1h = min(as_int(split.get("ephemeral_1h_input_tokens")), written)
+    written_1h = min(as_count(split.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens"), written)
     return Usage(
-        input_tokens=as_int(data.get("input_tokens")) + cached + written,
-        output_tokens=as_int(data.get("output_tokens")),
+        input_tokens=as_count(data.get("input_tokens"), "input_tokens") + cached + written,
+        output_tokens=as_count(data.get("output_tokens"), "output_tokens"),
         cached_tokens=cached,
         cache_write_5m_tokens=written - written_1h,
         cache_write_1h_tokens=written_1h,

@@ -41,6 +41,7 @@ def full_row(organization, workspace, key) -> Generation:
         cost=Decimal("0.0001234567"),
         is_byok=True,
         streamed=False,
+        ingress_format="messages",
         latency_ms=12,
         ttft_ms=None,
         tool_calls=2,

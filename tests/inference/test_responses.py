@@ -157,7 +157,7 @@ def test_generation_row_for_success(sdk: OpenAI, org):
         extra_body={"session_id": "sess-1", "trace": {"trace_id": "t-1"}},
     )
     [row] = generations(1)
-    assert row.status == "completed" and row.streamed is False
+    assert row.status == "completed" and row.streamed is False and row.ingress_format == "responses"
     assert row.organization_id == org.organization.id and row.workspace_id == org.workspace.id
     assert row.key_hash == org.inference_hash and row.user_id == org.admin.id
     assert (row.model, row.provider, row.requested_model) == ("echo/echo-1", "echo", "echo/echo-1")

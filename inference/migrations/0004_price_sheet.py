@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference', '0001_initial'),
+        ('inference', '0003_provider_timeouts'),
     ]
 
     operations = [
