@@ -131,7 +131,7 @@ def _price(entry: dict, field: str, where: str) -> Decimal | None:
             if entry.get("is_free") is True:
                 return Decimal(0)
             raise CatalogError(f"{where}: '{field}' is required (or mark the endpoint 'is_free: true')")
-        return Decimal(0) if field == "request_price" else None
+        return None
     return _decimal(value, field, where)
 
 

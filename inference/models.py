@@ -100,7 +100,9 @@ class Endpoint(models.Model):
     reasoning_price = models.DecimalField(
         max_digits=20, decimal_places=12, null=True, blank=True, help_text="Reasoning tokens; empty: completion"
     )
-    request_price = models.DecimalField(max_digits=20, decimal_places=12, default=0, help_text="Fee per request")
+    request_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Fee per request; empty: none"
+    )
     tier_multipliers = models.JSONField(
         default=dict, blank=True, help_text='Price multiplier per service tier / speed, e.g. {"priority": "2"}'
     )

@@ -63,7 +63,7 @@ def test_free_is_explicit_and_the_whole_sheet_loads():
         "max_image_tokens": 1600,
         "max_file_tokens": 100000,
     }
-    load_catalog(catalog(**sheet))
+    load_catalog(catalog(**sheet), update=True)
     row = Endpoint.objects.get()
     assert (row.cache_write_1h_price, row.request_price, row.max_image_tokens) == (
         Decimal("0.000006"),
