@@ -35,17 +35,18 @@ METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
 class Responder:
     """Writes the HTTP response through the ASGI `send` callable and remembers how far it got."""
 
-    __slots__ = ("_send", "complete", "request_id", "started")
+    __slots__ = ("_send", "complete", "extra_headers", "request_id", "started")
 
     def __init__(self, send, request_id: str) -> None:
         self._send = send
         self.started = False
         self.complete = False
         self.request_id = request_id
+        self.extra_headers: list[tuple[bytes, bytes]] = []  # on every answer (e.g. x-ratelimit-*, set by ratelimits)
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         self.started = True
-        headers = [*headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
+        headers = [*headers, *self.extra_headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = False) -> None:
@@ -154,6 +155,7 @@ class ResponsesConsumer:
             host=headers.get("host", "").split(":")[0],
             headers=headers,
             raw_body=raw,
+            client_address=(scope.get("client") or ("",))[0] or "",
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=body.get("session_id") or headers.get("x-session-id") or None,
