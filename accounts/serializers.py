@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from accounts.models import ApiKey, LimitReset, User, Workspace, WorkspaceMember, WorkspaceRole
 from accounts.selectors import USAGE_FIELDS, limit_remaining
-from gateway_project.api.serializers import GatewayModelSerializer, TimestampField
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer, TimestampField
 
 MAX_PER_MINUTE = 2_147_483_647  # the database column's largest value
 
@@ -22,7 +22,7 @@ def per_minute_field(what: str) -> serializers.IntegerField:
     )
 
 
-class _RateLimitWriteFields(serializers.Serializer):
+class _RateLimitWriteFields(StrictSerializer):
     requests_per_minute = per_minute_field("Requests")
     tokens_per_minute = per_minute_field("Tokens (worst-case estimate held, then actual usage)")
 
@@ -115,9 +115,13 @@ class ApiKeyCreateSerializer(_KeyLimitFields):
     is_management = serializers.BooleanField(required=False, default=False)
     creator_user_id = serializers.UUIDField(required=False, allow_null=True)
 
+    refused = {"external": "not supported: keys carry no partner identity (external_user is always null)"}
+
 
 class ApiKeyUpdateSerializer(_KeyLimitFields):
     """PATCH /keys/{hash}: only the fields present change."""
+
+    refused = {"workspace_id": "a key cannot be moved to another workspace: create a key in that workspace"}
 
 
 class ApiKeyCreatedSerializer(serializers.Serializer):
@@ -164,7 +168,7 @@ class WorkspaceMemberSerializer(GatewayModelSerializer):
         fields = ["user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
 
 
-class WorkspaceMembersChangeSerializer(serializers.Serializer):
+class WorkspaceMembersChangeSerializer(StrictSerializer):
     """POST /workspaces/{id}/members/add|remove."""
 
     user_ids = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=100)

@@ -32,7 +32,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "operations",  # before drf_spectacular: its ReDoc template override loads nothing from outside
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "accounts",
     "inference",
@@ -110,6 +112,13 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Served by the ASGI application (operations/static_files.py, WhiteNoise): compressed, content-hashed names
+# cached for ten years; other files for WHITENOISE_MAX_AGE seconds.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "operations.static_storage.GatewayStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = env.int("GATEWAY_STATIC_MAX_AGE", default=0 if DEBUG else 3600)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Security headers.
@@ -131,7 +140,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
     "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -150,7 +159,17 @@ SPECTACULAR_SETTINGS = {
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
     ],
-    "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
+    "ENUM_NAME_OVERRIDES": {
+        "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "GenerationStatusEnum": "inference.models.GenerationStatus",
+        "PresetStatusEnum": "presets.models.PresetStatus",
+    },
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: Swagger UI would otherwise show a badge image fetched from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.
@@ -190,6 +209,12 @@ GATEWAY_BUDGET_SETTLE_FLUSH_MS = env.int("GATEWAY_BUDGET_SETTLE_FLUSH_MS", defau
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+# A non-streaming call: from the send until the whole answer was read (providers answer when they are done).
+GATEWAY_UPSTREAM_TOTAL_TIMEOUT = env.float("GATEWAY_UPSTREAM_TOTAL_TIMEOUT", default=600.0)
+# Which environment variables a catalog provider may name as its platform key (inference/provider_config.py).
+GATEWAY_PROVIDER_KEY_ENV_PATTERN = env.str(
+    "GATEWAY_PROVIDER_KEY_ENV_PATTERN", default=r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)"
+)
 # Largest upstream answer read, in bytes: a JSON body, or all the bytes of a stream. Larger answers fail as
 # `server` (502, or an error event once streaming) instead of growing the process's memory.
 GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES", default=32 * 1024 * 1024)
@@ -204,6 +229,9 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
+
+# GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
+GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
@@ -228,6 +256,26 @@ GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4
 
 # Rankings dataset: fraction of requests classified for the sampled (category, language_type) dataset.
 GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
+
+# Server tools and plugins (docs/server-tools.md, docs/plugins.md). Web search engines: an engine is configured
+# when its URL (SearXNG) or API key (Brave) is set. GATEWAY_WEB_SEARCH_ENGINE names the default engine (empty:
+# the only configured one); GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES maps workspace ids to an engine (or `none`).
+GATEWAY_WEB_SEARCH_ENGINE = env.str("GATEWAY_WEB_SEARCH_ENGINE", default="")
+GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = env.dict("GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES", default={})
+GATEWAY_WEB_SEARCH_TIMEOUT = env.float("GATEWAY_WEB_SEARCH_TIMEOUT", default=10.0)
+GATEWAY_SEARXNG_URL = env.str("GATEWAY_SEARXNG_URL", default="")
+GATEWAY_SEARXNG_API_KEY = env.str("GATEWAY_SEARXNG_API_KEY", default="")
+GATEWAY_SEARXNG_PRICE_PER_QUERY = env.str("GATEWAY_SEARXNG_PRICE_PER_QUERY", default="0")
+GATEWAY_BRAVE_SEARCH_API_KEY = env.str("GATEWAY_BRAVE_SEARCH_API_KEY", default="")
+GATEWAY_BRAVE_SEARCH_URL = env.str("GATEWAY_BRAVE_SEARCH_URL", default="https://api.search.brave.com/res/v1/web/search")
+GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY = env.str("GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY", default="0")
+# Web fetch (service:web_fetch, the web-fetch plugin): never a private, loopback or link-local address, unless
+# its host or a CIDR holding it is listed here (GATEWAY_ALLOW_PRIVATE_URLS does not apply to it).
+GATEWAY_WEB_FETCH_ALLOWLIST = env.list("GATEWAY_WEB_FETCH_ALLOWLIST", default=[])
+GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
+GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
+GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
+GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
 
 LOGGING = {
     "version": 1,
