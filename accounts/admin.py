@@ -31,7 +31,15 @@ class WorkspaceMemberInline(admin.TabularInline):
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "organization", "include_byok_in_budgets", "created_at")
+    list_display = (
+        "name",
+        "slug",
+        "organization",
+        "include_byok_in_budgets",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "created_at",
+    )
     list_filter = ("organization",)
     search_fields = ("name", "slug", "id")
     readonly_fields = ("id", "default_guardrail_id", "created_at", "updated_at")
@@ -72,6 +80,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
         "limit",
         "limit_reset",
         "include_byok_in_limit",
+        "requests_per_minute",
+        "tokens_per_minute",
         "expires_at",
         "id",
         "hash",
@@ -97,6 +107,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
             include_byok_in_limit=obj.include_byok_in_limit,
             expires_at=obj.expires_at,
             disabled=obj.disabled,
+            requests_per_minute=obj.requests_per_minute,
+            tokens_per_minute=obj.tokens_per_minute,
         )
         obj.pk = created.api_key.pk
         obj.hash, obj.label, obj.organization = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.models import AbstractUser
+from django.core.validators import MinValueValidator
 from django.db import models
 
 DEFAULT_GUARDRAIL_NAMESPACE = uuid.UUID("6f1c2a7e-3b0d-4c55-9d55-0b9a2f1e6a10")
@@ -13,6 +14,40 @@ DEFAULT_GUARDRAIL_NAMESPACE = uuid.UUID("6f1c2a7e-3b0d-4c55-9d55-0b9a2f1e6a10")
 def default_guardrail_id_for(workspace_id: uuid.UUID) -> uuid.UUID:
     """The id of a workspace's default guardrail, derived deterministically from the workspace id."""
     return uuid.uuid5(DEFAULT_GUARDRAIL_NAMESPACE, str(workspace_id))
+
+
+class RateLimitedModel(models.Model):
+    """Per-minute request and token limits (null: unlimited), enforced by ratelimits.middleware."""
+
+    requests_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Requests admitted per minute (sliding window); empty: unlimited.",
+    )
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Tokens (worst-case estimate held, then actual usage) per minute; empty: unlimited.",
+    )
+
+    class Meta:
+        abstract = True
+
+
+def rate_limit_constraints(prefix: str) -> list[models.CheckConstraint]:
+    """Named constraints: both per-minute limits are null or at least 1."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(requests_per_minute__isnull=True) | models.Q(requests_per_minute__gte=1),
+            name=f"{prefix}_requests_per_minute_positive",
+        ),
+        models.CheckConstraint(
+            condition=models.Q(tokens_per_minute__isnull=True) | models.Q(tokens_per_minute__gte=1),
+            name=f"{prefix}_tokens_per_minute_positive",
+        ),
+    ]
 
 
 class TimestampedModel(models.Model):
@@ -59,7 +94,7 @@ class User(AbstractUser):
         ordering = ["date_joined"]
 
 
-class Workspace(TimestampedModel):
+class Workspace(RateLimitedModel, TimestampedModel):
     """A unit of an organization that owns keys, guardrails, presets, destinations and budgets."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="workspaces")
@@ -72,6 +107,7 @@ class Workspace(TimestampedModel):
         ordering = ["created_at"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "slug"], name="workspace_slug_unique_per_org"),
+            *rate_limit_constraints("workspace"),
         ]
 
     def __str__(self) -> str:
@@ -112,7 +148,7 @@ class LimitReset(models.TextChoices):
     MONTHLY = "monthly", "Monthly"
 
 
-class ApiKey(TimestampedModel):
+class ApiKey(RateLimitedModel, TimestampedModel):
     """An API key. Only the SHA-256 of the raw key (`hash`, its public id) is stored."""
 
     hash = models.CharField(max_length=64, unique=True)
@@ -135,6 +171,7 @@ class ApiKey(TimestampedModel):
             models.CheckConstraint(
                 condition=models.Q(limit__isnull=True) | models.Q(limit__gte=0), name="api_key_limit_not_negative"
             ),
+            *rate_limit_constraints("api_key"),
         ]
 
     def __str__(self) -> str:

@@ -6,7 +6,25 @@ from rest_framework import serializers
 
 from accounts.models import ApiKey, LimitReset, User, Workspace, WorkspaceMember, WorkspaceRole
 from accounts.selectors import USAGE_FIELDS, limit_remaining
-from gateway_project.api.serializers import GatewayModelSerializer, TimestampField
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer, TimestampField
+
+MAX_PER_MINUTE = 2_147_483_647  # the database column's largest value
+
+
+def per_minute_field(what: str) -> serializers.IntegerField:
+    """`requests_per_minute` / `tokens_per_minute` on writes: an integer >= 1, or null for unlimited."""
+    return serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_PER_MINUTE,
+        required=False,
+        allow_null=True,
+        help_text=f"{what} admitted per minute (sliding window); null: unlimited.",
+    )
+
+
+class _RateLimitWriteFields(StrictSerializer):
+    requests_per_minute = per_minute_field("Requests")
+    tokens_per_minute = per_minute_field("Tokens (worst-case estimate held, then actual usage)")
 
 
 class ApiKeySerializer(GatewayModelSerializer):
@@ -40,6 +58,8 @@ class ApiKeySerializer(GatewayModelSerializer):
             "limit_remaining",
             "limit_reset",
             "include_byok_in_limit",
+            "requests_per_minute",
+            "tokens_per_minute",
             *USAGE_FIELDS,
             "expires_at",
             "last_used_at",
@@ -79,7 +99,7 @@ class ApiKeySerializer(GatewayModelSerializer):
         return float(self._usage(obj)["byok_usage_monthly"])
 
 
-class _KeyLimitFields(serializers.Serializer):
+class _KeyLimitFields(_RateLimitWriteFields):
     name = serializers.CharField(min_length=1, max_length=200)
     disabled = serializers.BooleanField(required=False)
     limit = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0, required=False, allow_null=True)
@@ -95,9 +115,13 @@ class ApiKeyCreateSerializer(_KeyLimitFields):
     is_management = serializers.BooleanField(required=False, default=False)
     creator_user_id = serializers.UUIDField(required=False, allow_null=True)
 
+    refused = {"external": "not supported: keys carry no partner identity (external_user is always null)"}
+
 
 class ApiKeyUpdateSerializer(_KeyLimitFields):
     """PATCH /keys/{hash}: only the fields present change."""
+
+    refused = {"workspace_id": "a key cannot be moved to another workspace: create a key in that workspace"}
 
 
 class ApiKeyCreatedSerializer(serializers.Serializer):
@@ -112,10 +136,20 @@ class WorkspaceSerializer(GatewayModelSerializer):
 
     class Meta:
         model = Workspace
-        fields = ["id", "name", "slug", "description", "default_guardrail_id", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "name",
+            "slug",
+            "description",
+            "default_guardrail_id",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "created_at",
+            "updated_at",
+        ]
 
 
-class WorkspaceWriteSerializer(serializers.Serializer):
+class WorkspaceWriteSerializer(_RateLimitWriteFields):
     """POST /workspaces (name required) and PATCH /workspaces/{id} (all optional)."""
 
     name = serializers.CharField(min_length=1, max_length=200)
@@ -134,7 +168,7 @@ class WorkspaceMemberSerializer(GatewayModelSerializer):
         fields = ["user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
 
 
-class WorkspaceMembersChangeSerializer(serializers.Serializer):
+class WorkspaceMembersChangeSerializer(StrictSerializer):
     """POST /workspaces/{id}/members/add|remove."""
 
     user_ids = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=100)

@@ -14,6 +14,8 @@ from accounts.models import ApiKey, Organization, OrgRole, User, Workspace, Work
 from accounts.selectors import organization_users
 from gateway_project.api.errors import GatewayError, validation_error
 
+RATE_LIMIT_FIELDS = ("requests_per_minute", "tokens_per_minute")
+
 
 @dataclass(frozen=True)
 class CreatedKey:
@@ -70,7 +72,13 @@ def _unique_slug(organization: Organization, base: str) -> str:
 
 
 def workspace_create(
-    *, organization: Organization, name: str, slug: str | None = None, description: str | None = None
+    *,
+    organization: Organization,
+    name: str,
+    slug: str | None = None,
+    description: str | None = None,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
 ) -> Workspace:
     """Create a workspace; without `slug` one is derived from the name. A taken slug → 409."""
     if slug is None:
@@ -79,18 +87,25 @@ def workspace_create(
         raise GatewayError(409, f"slug: a workspace with slug '{slug}' already exists")
     try:
         with transaction.atomic():
-            return Workspace.objects.create(organization=organization, name=name, slug=slug, description=description)
+            return Workspace.objects.create(
+                organization=organization,
+                name=name,
+                slug=slug,
+                description=description,
+                requests_per_minute=requests_per_minute,
+                tokens_per_minute=tokens_per_minute,
+            )
     except IntegrityError as exc:
         raise GatewayError(409, f"slug: a workspace with slug '{slug}' already exists") from exc
 
 
 def workspace_update(*, workspace: Workspace, data: dict) -> Workspace:
-    """Change the fields present in `data` (name, slug, description)."""
+    """Change the fields present in `data` (name, slug, description, per-minute rate limits)."""
     slug = data.get("slug")
     if slug is not None and slug != workspace.slug:
         if Workspace.objects.filter(organization_id=workspace.organization_id, slug=slug).exists():
             raise GatewayError(409, f"slug: a workspace with slug '{slug}' already exists")
-    for field in ("name", "slug", "description"):
+    for field in ("name", "slug", "description", *RATE_LIMIT_FIELDS):
         if field in data:
             setattr(workspace, field, data[field])
     workspace.save()
@@ -135,6 +150,8 @@ def api_key_create(
     include_byok_in_limit: bool = False,
     expires_at: datetime | None = None,
     disabled: bool = False,
+    requests_per_minute: int | None = None,
+    tokens_per_minute: int | None = None,
 ) -> CreatedKey:
     """Create a key; the raw key is returned once and only its hash is stored."""
     workspace = workspace or organization.default_workspace
@@ -154,13 +171,16 @@ def api_key_create(
         include_byok_in_limit=include_byok_in_limit,
         expires_at=expires_at,
         disabled=disabled,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
     )
     return CreatedKey(api_key=api_key, raw_key=raw_key)
 
 
 def api_key_update(*, api_key: ApiKey, data: dict) -> ApiKey:
     """Change the fields present in `data`."""
-    for field in ("name", "disabled", "limit", "limit_reset", "include_byok_in_limit", "expires_at"):
+    fields = ("name", "disabled", "limit", "limit_reset", "include_byok_in_limit", "expires_at", *RATE_LIMIT_FIELDS)
+    for field in fields:
         if field in data:
             setattr(api_key, field, data[field])
     api_key.save()

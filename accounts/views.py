@@ -94,6 +94,8 @@ class ApiKeyViewSet(OrganizationViewSet):
             include_byok_in_limit=data.get("include_byok_in_limit", False),
             expires_at=data.get("expires_at"),
             disabled=data.get("disabled", False),
+            requests_per_minute=data.get("requests_per_minute"),
+            tokens_per_minute=data.get("tokens_per_minute"),
         )
         record = self._serialize([created.api_key])[0]
         return Response({"data": record, "key": created.raw_key}, status=201)
@@ -135,7 +137,12 @@ class WorkspaceViewSet(OrganizationViewSet):
         data = self.validated(WorkspaceWriteSerializer)
         organization = Organization.objects.get(pk=self.principal.organization_id)
         workspace = services.workspace_create(
-            organization=organization, name=data["name"], slug=data.get("slug"), description=data.get("description")
+            organization=organization,
+            name=data["name"],
+            slug=data.get("slug"),
+            description=data.get("description"),
+            requests_per_minute=data.get("requests_per_minute"),
+            tokens_per_minute=data.get("tokens_per_minute"),
         )
         return self.data_response(WorkspaceSerializer(workspace).data, created=True)
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from budgets.models import WorkspaceBudget
-from gateway_project.api.serializers import GatewayModelSerializer
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 
 MAX_LIMIT_USD = Decimal("100000000")
 
@@ -51,7 +51,7 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
-class BudgetPutSerializer(serializers.Serializer):
+class BudgetPutSerializer(StrictSerializer):
     # At most 100 million USD: spend is counted in 1e-10 USD units in 64-bit integers (budgets.models).
     limit_usd = LimitUsdField(max_digits=18, decimal_places=6, coerce_to_string=False, max_value=MAX_LIMIT_USD)
     include_byok_in_budgets = StrictBooleanField(required=False)

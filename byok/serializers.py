@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from byok.models import ProviderCredential
-from gateway_project.api.serializers import GatewayModelSerializer
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 
 MAX_LIST = 100
 KEY_HASH_PATTERN = r"^[a-f0-9]{64}$"
@@ -49,7 +49,7 @@ class UniqueListField(serializers.ListField):
         return _unique(super().run_validation(data))
 
 
-class _RestrictionFields(serializers.Serializer):
+class _RestrictionFields(StrictSerializer):
     name = serializers.CharField(max_length=255, required=False, allow_null=True, allow_blank=True)
     disabled = serializers.BooleanField(required=False)
     is_fallback = serializers.BooleanField(required=False)

@@ -32,7 +32,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "operations",  # before drf_spectacular: its ReDoc template override loads nothing from outside
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "accounts",
     "inference",
@@ -109,6 +111,13 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Served by the ASGI application (operations/static_files.py, WhiteNoise): compressed, content-hashed names
+# cached for ten years; other files for WHITENOISE_MAX_AGE seconds.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "operations.static_storage.GatewayStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = env.int("GATEWAY_STATIC_MAX_AGE", default=0 if DEBUG else 3600)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Security headers.
@@ -154,6 +163,12 @@ SPECTACULAR_SETTINGS = {
         "inference.openapi.add_responses_operation",
     ],
     "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: Swagger UI would otherwise show a badge image fetched from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.

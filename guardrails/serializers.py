@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from gateway_project.api.serializers import GatewayModelSerializer
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 from guardrails.detectors import BUILTIN_SLUGS, LABELS
 from guardrails.models import ZDR_FIELDS, Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment, ResetInterval
+from guardrails.policy import zdr_vendor_letters
 from guardrails.regex import InvalidPattern, compile_pattern
 from guardrails.validation import ACTIONS, REGIONS
 
 SCAN_SCOPES = ("user_only", "all_messages")
+# The public router API's per-vendor ZDR fields and the model vendor each one names.
+PUBLIC_ZDR_NAMES = {
+    "enforce_zdr_openai": "openai",
+    "enforce_zdr_anthropic": "anthropic",
+    "enforce_zdr_google": "google",
+    "enforce_zdr_xai": "x-ai",
+}
+SAFETY_RETENTION_REFUSED = (
+    "not supported: the catalog records no safety-retention policy per provider, so ZDR enforcement cannot exempt it"
+)
 
 
 def _require(attrs: dict, *names: str) -> None:
@@ -20,23 +31,26 @@ def _require(attrs: dict, *names: str) -> None:
         raise serializers.ValidationError({name: "This field is required." for name in missing})
 
 
-class BuiltinFilterSerializer(serializers.Serializer):
+class BuiltinFilterSerializer(StrictSerializer):
     """A built-in content filter; `label` is set by the server from the slug."""
 
     slug = serializers.ChoiceField(choices=BUILTIN_SLUGS)
     action = serializers.ChoiceField(choices=ACTIONS)
-    label = serializers.CharField(read_only=True)
+    label = serializers.CharField(required=False, help_text="Set by the server from the slug; if sent, must equal it")
     scan_scope = serializers.ChoiceField(choices=SCAN_SCOPES, required=False)
 
     def validate(self, attrs):
         _require(attrs, "slug", "action")
         if "scan_scope" in attrs and attrs["slug"] != "regex-prompt-injection":
             raise serializers.ValidationError({"scan_scope": "applies to the regex-prompt-injection filter only"})
-        attrs["label"] = LABELS[attrs["slug"]]
+        label = LABELS[attrs["slug"]]
+        if attrs.get("label", label) != label:
+            raise serializers.ValidationError({"label": f"is set by the server from the slug: {label}"})
+        attrs["label"] = label
         return attrs
 
 
-class CustomFilterSerializer(serializers.Serializer):
+class CustomFilterSerializer(StrictSerializer):
     """A custom regular-expression filter (RE2 syntax, compiled at write time)."""
 
     pattern = serializers.CharField(trim_whitespace=False)
@@ -59,8 +73,42 @@ def _list(child, **kwargs) -> serializers.ListField:
     return serializers.ListField(child=child, required=False, allow_null=True, allow_empty=False, **kwargs)
 
 
-class GuardrailWriteSerializer(serializers.Serializer):
-    """Body of POST /guardrails and PATCH /guardrails/{id} (all optional on PATCH, no workspace_id)."""
+def zdr_aliases() -> tuple[dict[str, str], dict[str, str]]:
+    """The public router API's per-vendor ZDR names, as (aliases, refused).
+
+    `enforce_zdr_openai` is an alias of the `enforce_zdr_vendor_*` field whose vendor (GATEWAY_ZDR_VENDOR_A..D)
+    is `openai`, and likewise `_anthropic`, `_google`, `_xai` (vendor `x-ai`); a name whose vendor no field
+    covers in this deployment is refused, never ignored.
+    """
+    letters = zdr_vendor_letters()
+    aliases, refused = {}, {}
+    for alias, vendor in PUBLIC_ZDR_NAMES.items():
+        if vendor in letters:
+            aliases[alias] = f"enforce_zdr_vendor_{letters[vendor]}"
+        else:
+            refused[alias] = (
+                f"no enforce_zdr_vendor_* field covers vendor '{vendor}' in this deployment (GATEWAY_ZDR_VENDOR_A..D)"
+            )
+    return aliases, refused
+
+
+class GuardrailWriteSerializer(StrictSerializer):
+    """Body of POST /guardrails and PATCH /guardrails/{id} (all optional on PATCH, no workspace_id).
+
+    The public router API's names `enforce_zdr_openai`, `_anthropic`, `_google`, `_xai` are aliases of the
+    `enforce_zdr_vendor_*` fields configured for those vendors (`zdr_aliases`).
+    """
+
+    refused = {
+        "allow_safety_retention_google": SAFETY_RETENTION_REFUSED,
+        "allow_safety_retention_other": SAFETY_RETENTION_REFUSED,
+    }
+
+    def get_aliases(self) -> dict[str, str]:
+        return zdr_aliases()[0]
+
+    def get_refused(self) -> dict[str, str]:
+        return {**self.refused, **zdr_aliases()[1]}
 
     name = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
     description = serializers.CharField(max_length=1000, required=False, allow_null=True, allow_blank=True)
@@ -174,11 +222,11 @@ class MemberAssignmentSerializer(GatewayModelSerializer):
         fields = ["id", "guardrail_id", "user_id", "username", "organization_id", "assigned_by", "created_at"]
 
 
-class KeyHashesSerializer(serializers.Serializer):
+class KeyHashesSerializer(StrictSerializer):
     key_hashes = serializers.ListField(child=serializers.CharField(max_length=64), allow_empty=False, max_length=1000)
 
 
-class MemberUserIdsSerializer(serializers.Serializer):
+class MemberUserIdsSerializer(StrictSerializer):
     member_user_ids = serializers.ListField(
         child=serializers.CharField(max_length=64), allow_empty=False, max_length=1000
     )

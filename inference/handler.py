@@ -24,6 +24,7 @@ from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
 from inference.routing import remember_session, resolve_candidates
+from inference.servertools.plan import refuse_unimplemented
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # Fields the gateway consumes itself; they never go upstream.
@@ -168,6 +169,8 @@ def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, A
 async def handle(ctx: Context) -> None:
     """Answer the request from the first candidate that works."""
     responder = ctx.extras["inference.responder"]
+    if ctx.body.get("plugins") or ctx.body.get("tools"):
+        refuse_unimplemented(ctx.body)
     candidates = await resolve_candidates(ctx)
     body = upstream_body(ctx)
     stream = ctx.stream

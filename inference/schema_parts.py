@@ -8,22 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import validation_error
+from inference.plugins.registry import PLUGIN_IDS, check_plugin
+from inference.servertools.registry import check_server_tool, is_server_tool
 
 ROLES = frozenset({"user", "assistant", "system", "developer"})
-PLUGIN_IDS = frozenset(
-    {
-        "auto-router",
-        "auto-beta-router",
-        "moderation",
-        "web",
-        "web-fetch",
-        "file-parser",
-        "response-healing",
-        "context-compression",
-        "pareto-router",
-        "fusion",
-    }
-)
 REASONING_EFFORTS = frozenset({"max", "xhigh", "high", "medium", "low", "minimal", "none"})
 REASONING_SUMMARIES = frozenset({"auto", "concise", "detailed"})
 TEXT_FORMATS = frozenset({"text", "json_object", "json_schema"})
@@ -157,6 +145,9 @@ def check_plugins(name: str, value: Any) -> None:
             raise validation_error(f"{item}.id", f"must be one of {allowed_values(PLUGIN_IDS)}")
         if plugin["id"] == "auto-router":
             _auto_router(item, plugin)
+        if "enabled" in plugin and not isinstance(plugin["enabled"], bool):
+            raise validation_error(f"{item}.enabled", "must be a boolean")
+        check_plugin(item, plugin)  # 400 for a kind this gateway does not implement (yet)
 
 
 def check_prompt(name: str, value: Any) -> None:
@@ -269,6 +260,8 @@ def check_tools(name: str, value: Any) -> None:
             raise validation_error(f"{item}.type", "is required")
         if kind == "function":
             _function_tool(item, tool)
+        elif is_server_tool(tool):
+            check_server_tool(item, tool)  # 400 for a kind this gateway does not implement (yet)
 
 
 def check_deferred_tools(tools: list[dict[str, Any]]) -> None:

@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from gateway_project.api.serializers import GatewayModelSerializer
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 from gateway_project.encryption import mask_secret
 from observability.models import Destination
 from observability.types import TYPE_CHOICES, TYPE_SPECS
@@ -55,7 +55,7 @@ class DestinationSerializer(GatewayModelSerializer):
         return masked_config(obj)
 
 
-class _DestinationWriteFields(serializers.Serializer):
+class _DestinationWriteFields(StrictSerializer):
     name = serializers.CharField(max_length=255)
     config = serializers.DictField()
     enabled = serializers.BooleanField()
@@ -84,6 +84,7 @@ class DestinationUpdateSerializer(_DestinationWriteFields):
     """Body of PATCH /observability/destinations/{id}: every member optional; `type` is not part of it."""
 
     config = serializers.DictField(allow_null=False)
+    refused = {"type": "cannot be changed", "workspace_id": "cannot be changed"}
 
     def validate(self, attrs):
         for frozen in ("type", "workspace_id"):

@@ -5,7 +5,8 @@ Members the messages body shares with the Responses body (`cache_control`, `plug
 `session_id`, `user`, `stop_server_tools_when`, `trace`, `temperature`, `top_p`, `top_k`) are checked by
 inference's own checkers, so one rule set serves both; the messages-only members are checked here. Fields
 the preset does not keep are still checked when the spec gives them a rule (`messages`, `session_id`,
-`user`, `trace`); unknown members are ignored.
+`user`, `trace`). Members of a messages body the preset does not keep (`stream`, `metadata`, `thinking`...)
+are accepted and not persisted, as the spec asks; any other member is a 400 naming it (strict bodies).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import validation_error
+from gateway_project.api.serializers import refuse_unknown_members
 from inference import schema
 from presets.config import messages_to_responses
 
@@ -20,6 +22,13 @@ MAX_FALLBACKS = 3
 SPEEDS = ("fast", "standard")
 EFFORTS = ("max", "xhigh", "high", "medium", "low", "minimal", "none")
 TOOL_CHOICE_TYPES = ("auto", "any", "none", "tool")
+# The members of a messages-format request body (Anthropic's Messages API and this API's additions).
+MESSAGES_MEMBERS = frozenset(
+    {
+        "model", "models", "messages", "max_tokens", "system", "metadata", "stop_sequences", "stream",
+        "tools", "tool_choice", "thinking", "service_tier", "fallbacks", "output_config", "speed",
+    }
+)  # fmt: skip
 SHARED_WITH_RESPONSES = (
     "cache_control",
     "plugins",
@@ -174,6 +183,7 @@ def validate_messages_body(body: Any) -> dict:
     """
     if not isinstance(body, dict):
         raise validation_error("body", "must be a JSON object")
+    refuse_unknown_members(body, MESSAGES_MEMBERS | set(SHARED_WITH_RESPONSES))
     _model(body)
     _messages(body)
     _max_tokens(body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from accounts.models import WorkspaceRole
-from gateway_project.api.serializers import GatewayModelSerializer
+from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 from scim.models import GroupMapping, ScimGroup
 
 
@@ -22,13 +22,13 @@ class GroupMappingSerializer(GatewayModelSerializer):
         read_only_fields = fields
 
 
-class GroupMappingCreateSerializer(serializers.Serializer):
+class GroupMappingCreateSerializer(StrictSerializer):
     scim_group_id = serializers.UUIDField()
     workspace_id = serializers.UUIDField()
     role = serializers.ChoiceField(choices=WorkspaceRole.choices)
 
 
-class GroupMappingUpdateSerializer(serializers.Serializer):
+class GroupMappingUpdateSerializer(StrictSerializer):
     role = serializers.ChoiceField(choices=WorkspaceRole.choices)
 
 

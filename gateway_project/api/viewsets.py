@@ -13,6 +13,7 @@ from rest_framework import status, viewsets
 from rest_framework.response import Response
 
 from accounts.principal import Principal
+from gateway_project.api.serializers import StrictSerializer
 
 
 class OrganizationViewSet(viewsets.GenericViewSet):
@@ -42,7 +43,13 @@ class OrganizationViewSet(viewsets.GenericViewSet):
         )
 
     def validated(self, serializer_class, *, partial: bool = False, data: Any = None) -> dict:
-        """Validate the request body (or `data`) with `serializer_class` and return its validated data."""
+        """Validate the request body (or `data`) with `serializer_class` and return its validated data.
+
+        A body is only read with a `StrictSerializer` (an unknown member is a 400 naming it); `data` (query
+        parameters) may use any serializer.
+        """
+        if data is None and not issubclass(serializer_class, StrictSerializer):
+            raise TypeError(f"{serializer_class.__name__} reads a request body: derive it from StrictSerializer")
         serializer = serializer_class(
             data=self.request.data if data is None else data, partial=partial, context=self.get_serializer_context()
         )

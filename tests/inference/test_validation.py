@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway_project.api.errors import GatewayError
+from inference.plugins.registry import PLUGIN_IDS, REGISTRY
 from inference.schema import parse_body, validate_body
 
 FN = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
@@ -57,7 +58,6 @@ INVALID = [
     ({"plugins": [{"id": "auto-router", "allowed_models": "a/*"}]}, "plugins[0].allowed_models"),
     ({"plugins": {"id": "web"}}, "plugins"),
     ({"tools": [{**FN, "defer_loading": True}]}, "tools[0].defer_loading"),
-    ({"tools": [{**FN, "defer_loading": True}, {"type": "service:tool_search"}]}, "tools[0].defer_loading"),
     ({"tools": [{"type": "function"}]}, "tools[0].name"),
     ({"tools": [{"name": "x"}]}, "tools[0].type"),
     ({"tools": [{**FN, "parameters": "x"}]}, "tools[0].parameters"),
@@ -148,14 +148,9 @@ VALID = {
     "route": "fallback",
     "include": ["reasoning.encrypted_content", "file_search_call.results"],
     "modalities": ["text", "image"],
-    "plugins": [
-        {"id": "auto-router", "enabled": True, "allowed_models": ["openai/*"], "pin_model": False},
-        {"id": "web"},
-    ],
+    "plugins": [],
     "tools": [
-        {**FN, "defer_loading": True},
-        {"type": "service:tool_search"},
-        {"type": "service:web_search"},
+        {**FN, "defer_loading": False},
         {"type": "function", "name": "now"},
     ],
     "tool_choice": "auto",
@@ -217,3 +212,31 @@ def test_validation_is_fast():
         parse_body(raw)
     per_call_us = (time.perf_counter() - start) / 10_000 * 1e6
     assert per_call_us < 50, per_call_us
+
+
+# Plugin and server-tool kinds this gateway does not implement are refused, never accepted and ignored.
+UNSUPPORTED_PLUGINS = sorted(PLUGIN_IDS - REGISTRY.keys())
+
+
+@pytest.mark.parametrize("plugin_id", UNSUPPORTED_PLUGINS)
+def test_unsupported_plugin_is_refused_naming_it(plugin_id):
+    with pytest.raises(GatewayError) as caught:
+        validate_body({"model": "a/b", "plugins": [{"id": plugin_id}]})
+    error = caught.value
+    assert error.status == 400
+    assert error.metadata["field"] == "plugins[0].id"
+    assert f"plugin '{plugin_id}' is not supported yet" in error.message
+
+
+@pytest.mark.parametrize("kind", ["service:code_interpreter", "service:image_generation"])
+def test_unsupported_server_tool_is_refused_naming_it(kind):
+    with pytest.raises(GatewayError) as caught:
+        validate_body({"model": "a/b", "tools": [FN, {"type": kind}]})
+    assert caught.value.status == 400 and caught.value.metadata["field"] == "tools[1].type"
+    assert f"server tool '{kind}' is not supported yet" in caught.value.message
+
+
+def test_plugin_enabled_must_be_boolean():
+    with pytest.raises(GatewayError) as caught:
+        validate_body({"model": "a/b", "plugins": [{"id": "fusion", "enabled": "no"}]})
+    assert caught.value.metadata["field"] == "plugins[0].enabled"

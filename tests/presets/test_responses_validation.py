@@ -44,8 +44,16 @@ def test_invalid_responses_body_names_the_field(api, extra, field):
     assert not Preset.objects.exists()
 
 
-def test_members_unknown_to_responses_are_ignored_not_refused(api):
-    body = {**BASE, "messages": [{"role": "user", "content": "x"}], "max_tokens": 10, "whatever": 1}
+def test_fields_the_preset_does_not_keep_are_ignored_not_refused(api):
+    body = {**BASE, "messages": [{"role": "user", "content": "x"}], "stream": True, "store": False}
     response = api.post("/api/v1/presets/r/responses", body, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["data"]["designated_version"]["config"] == BASE
+
+
+@pytest.mark.parametrize("member", ["whatever", "max_tokens"])
+def test_members_unknown_to_responses_are_refused_by_name(api, member):
+    response = api.post("/api/v1/presets/r/responses", {**BASE, member: 1}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["metadata"]["field"] == member
+    assert not Preset.objects.exists()

@@ -1,0 +1,1 @@
+"""Plugins of the Responses body (`plugins`) and their registry (inference.plugins.registry)."""

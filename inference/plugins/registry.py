@@ -1,0 +1,73 @@
+"""The plugin registry: each plugin id of the contract maps to an implementation, or is refused.
+
+The contract names ten plugin kinds. A request (or a preset) that names a kind with no implementation here
+gets a 400 naming the plugin and saying it is not supported yet: nothing is accepted and then ignored.
+An implementation is a `Plugin`: `check(name, plugin)` validates the plugin object's own fields (400 naming
+them); `run(ctx, plugin)` runs it before the first upstream turn (see inference.servertools.loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway_project.api.errors import validation_error
+
+PLUGIN_IDS = frozenset(
+    {
+        "auto-router",
+        "auto-beta-router",
+        "moderation",
+        "web",
+        "web-fetch",
+        "file-parser",
+        "response-healing",
+        "context-compression",
+        "pareto-router",
+        "fusion",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """One implemented plugin kind."""
+
+    id: str
+    check: Callable[[str, dict[str, Any]], None]  # validates the plugin object's fields (400 naming them)
+    run: Callable[[Any, dict[str, Any]], Awaitable[None]]  # (ctx, plugin object) before the first turn
+
+
+REGISTRY: dict[str, Plugin] = {}
+
+
+def register(plugin: Plugin) -> Plugin:
+    if plugin.id not in PLUGIN_IDS:
+        raise ValueError(f"{plugin.id!r} is not a plugin id of the contract")
+    REGISTRY[plugin.id] = plugin
+    return plugin
+
+
+def check_plugin(name: str, plugin: dict[str, Any]) -> None:
+    """400 unless the plugin's kind is implemented and its fields are valid."""
+    plugin_id = plugin.get("id")
+    if not isinstance(plugin_id, str) or plugin_id not in PLUGIN_IDS:
+        raise validation_error(f"{name}.id", f"must be one of {', '.join(sorted(PLUGIN_IDS))}")
+    implementation = REGISTRY.get(plugin_id)
+    if implementation is None:
+        raise validation_error(f"{name}.id", f"plugin '{plugin_id}' is not supported yet by this gateway")
+    implementation.check(name, plugin)
+
+
+def enabled_plugins(body: dict[str, Any]) -> list[tuple[Plugin, dict[str, Any]]]:
+    """The request's plugins that run (an object with `enabled: false` is switched off), in request order."""
+    found = []
+    for plugin in body.get("plugins") or ():
+        if plugin.get("enabled") is False:
+            continue
+        implementation = REGISTRY.get(plugin.get("id"))
+        if implementation is None:  # a preset stored before the kind was refused: refuse it now
+            raise validation_error("plugins", f"plugin '{plugin.get('id')}' is not supported yet by this gateway")
+        found.append((implementation, plugin))
+    return found
