@@ -36,15 +36,14 @@ def cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
 
 
 def preflight_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    """The headers of the 204 answer to a preflight OPTIONS (only `Allow` when the origin is not allowed)."""
-    found = cors_headers(headers.get("origin"))
+    """The headers of the 204 answer to a preflight OPTIONS besides `cors_headers` (which the responder adds):
+    only `Allow` when the origin is not allowed."""
     allow = [(b"allow", b"POST, OPTIONS")]
-    if not found:
+    if _allowed(headers.get("origin") or "") is None:
         return allow
     requested = headers.get("access-control-request-headers") or "authorization, content-type"
     return [
         *allow,
-        *found,
         (b"access-control-allow-methods", b"POST, OPTIONS"),
         (b"access-control-allow-headers", requested.encode("latin-1")),
         (b"access-control-max-age", MAX_AGE),
