@@ -143,7 +143,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
     "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -212,6 +212,9 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
+
+# GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
+GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
