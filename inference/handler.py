@@ -11,8 +11,9 @@ byte reached the client moves to the next candidate; a bad request stops. Every 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -24,8 +25,9 @@ from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
 from inference.routing import remember_session, resolve_candidates
-from inference.servertools.plan import refuse_unimplemented
+from inference.servertools.plan import needs_plan, prepare
 
+T = TypeVar("T")
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # Fields the gateway consumes itself; they never go upstream.
 GATEWAY_FIELDS = frozenset(
@@ -167,16 +169,41 @@ def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, A
 
 
 async def handle(ctx: Context) -> None:
-    """Answer the request from the first candidate that works."""
+    """Answer the request from the first candidate that works (through the server-tool loop when it has one)."""
     responder = ctx.extras["inference.responder"]
-    if ctx.body.get("plugins") or ctx.body.get("tools"):
-        refuse_unimplemented(ctx.body)
+    plan = prepare(ctx) if needs_plan(ctx.body) else None
     candidates = await resolve_candidates(ctx)
-    body = upstream_body(ctx)
     stream = ctx.stream
-    answer = _answer_stream if stream else _answer_json
-    errors: list[tuple[Candidate, ProviderError]] = []
     ctx.outcome.streamed = stream
+    if plan is not None:
+        from inference.servertools.loop import run_loop
+
+        ingress_of(ctx).check_server_tools(plan)
+        await run_loop(ctx, responder, candidates, plan)
+        return
+    answer = _answer_stream if stream else _answer_json
+
+    async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> None:
+        await answer(ctx, responder, call, candidate, cred)
+
+    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt)
+    ctx.outcome.completed_at = datetime.now(UTC)
+
+
+async def call_with_fallback(
+    ctx: Context,
+    candidates: list[Candidate],
+    body: dict[str, Any],
+    stream: bool,
+    attempt: Callable[[UpstreamCall, Candidate, Credential], Awaitable[T]],
+    committed: Callable[[], bool] | None = None,
+) -> T:
+    """`attempt` on each candidate and credential in turn until one works; its result.
+
+    A failure moves on while nothing was sent to the client (`committed()`, default: the first byte went
+    out); an authentication failure tries the candidate's next credential.
+    """
+    errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
     for candidate in candidates:
         credentials = await credentials_for(ctx, candidate)
@@ -193,11 +220,9 @@ async def handle(ctx: Context) -> None:
                 timeouts=timeouts,
             )
             try:
-                await answer(ctx, responder, call, candidate, cred)
-                ctx.outcome.completed_at = datetime.now(UTC)
-                return
+                return await attempt(call, candidate, cred)
             except ProviderError as error:
-                if ctx.outcome.first_byte_sent:
+                if committed() if committed is not None else ctx.outcome.first_byte_sent:
                     raise
                 _attempt(ctx, candidate, error.kind.value)
                 errors.append((candidate, error))

@@ -76,6 +76,13 @@ class Ingress:
     def error_body(self, error: GatewayError) -> bytes:
         return orjson.dumps(error.envelope())
 
+    def check_server_tools(self, plan: Any) -> None:
+        """The server-tool loop (plugins, `service:` tools) writes Responses output: other formats refuse it."""
+        if self is RESPONSES:
+            return
+        field = "plugins" if plan.plugins else "tools"
+        raise validation_error(field, "is not supported on this endpoint: plugins and server tools run on /responses")
+
     def stream_error_frames(self, error: GatewayError) -> bytes:
         """The frames that end a stream whose head (and only keep-alive comments) went out before it failed."""
         payload = {"type": "error", "code": error.status, "message": error.message, "param": None}
