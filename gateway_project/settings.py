@@ -202,6 +202,12 @@ GATEWAY_BUDGET_SETTLE_FLUSH_MS = env.int("GATEWAY_BUDGET_SETTLE_FLUSH_MS", defau
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+# A non-streaming call: from the send until the whole answer was read (providers answer when they are done).
+GATEWAY_UPSTREAM_TOTAL_TIMEOUT = env.float("GATEWAY_UPSTREAM_TOTAL_TIMEOUT", default=600.0)
+# Which environment variables a catalog provider may name as its platform key (inference/provider_config.py).
+GATEWAY_PROVIDER_KEY_ENV_PATTERN = env.str(
+    "GATEWAY_PROVIDER_KEY_ENV_PATTERN", default=r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)"
+)
 # Largest upstream answer read, in bytes: a JSON body, or all the bytes of a stream. Larger answers fail as
 # `server` (502, or an error event once streaming) instead of growing the process's memory.
 GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES", default=32 * 1024 * 1024)

@@ -2,14 +2,18 @@
 
 For each candidate (inference.routing) and each of its credentials (inference.credentials): call the
 adapter. An authentication failure moves to the next credential; a retryable failure before the first
-byte reached the client moves to the next candidate; a bad request stops. Every attempt is recorded in
-`ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt rate-limited), 524
-(timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
+byte reached the client moves to the next candidate, and so does a refusal that concerns that endpoint only
+(404 unknown model, 413, 422, context length exceeded); any other bad request stops, and so does a JSON call
+that timed out after it was sent (the provider may bill it: sending it elsewhere would pay twice). Every
+attempt is recorded in `ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt
+rate-limited), 524 (timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
 `error.metadata = {provider_name, raw, error_type}`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -57,7 +61,7 @@ def upstream_body(ctx: Context) -> dict[str, Any]:
     return body
 
 
-_timeouts: tuple[tuple[float, float, float], Timeouts] | None = None
+_timeouts: tuple[tuple[float, float, float, float], Timeouts] | None = None
 
 
 def upstream_timeouts() -> Timeouts:
@@ -67,10 +71,17 @@ def upstream_timeouts() -> Timeouts:
         settings.GATEWAY_UPSTREAM_CONNECT_TIMEOUT,
         settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT,
         settings.GATEWAY_UPSTREAM_READ_TIMEOUT,
+        settings.GATEWAY_UPSTREAM_TOTAL_TIMEOUT,
     )
     if _timeouts is None or _timeouts[0] != values:
-        _timeouts = (values, Timeouts(connect=values[0], first_byte=values[1], read=values[2]))
+        _timeouts = (values, Timeouts(connect=values[0], first_byte=values[1], read=values[2], total=values[3]))
     return _timeouts[1]
+
+
+@functools.lru_cache(maxsize=256)
+def candidate_timeouts(base: Timeouts, overrides: tuple[tuple[str, float], ...]) -> Timeouts:
+    """`base` with the provider's own limits (the catalog's `timeouts`) applied."""
+    return dataclasses.replace(base, **dict(overrides)) if overrides else base
 
 
 def map_failure(errors: list[tuple[Candidate, ProviderError]]) -> GatewayError:
@@ -217,7 +228,7 @@ async def call_with_fallback(
                 base_url=candidate.base_url,
                 credential=cred,
                 stream=stream,
-                timeouts=timeouts,
+                timeouts=candidate_timeouts(timeouts, candidate.timeout_overrides),
             )
             try:
                 return await attempt(call, candidate, cred)
@@ -228,9 +239,9 @@ async def call_with_fallback(
                 errors.append((candidate, error))
                 if error.kind == ProviderErrorKind.AUTH:
                     continue
-                if not error.retryable:
+                if not error.retryable and not error.endpoint_specific:
                     raise map_failure(errors) from None
-                break
+                break  # the next candidate (an endpoint-specific refusal, such as an unknown model, too)
     if not errors:
         raise GatewayError(
             502,
