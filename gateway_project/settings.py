@@ -149,7 +149,10 @@ SPECTACULAR_SETTINGS = {
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
     ],
-    "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
+    "ENUM_NAME_OVERRIDES": {
+        "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "DataRegionEnum": "guardrails.validation.REGIONS",
+    },
 }
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.
