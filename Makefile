@@ -41,6 +41,8 @@ run: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py bootstrap
 	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
+	@echo "Admin: http://$(HOST):$(PORT)/admin/  (user and password: see above)"
+	@echo "API docs: http://$(HOST):$(PORT)/api/v1/docs  ReDoc: http://$(HOST):$(PORT)/api/v1/redoc  Health: http://$(HOST):$(PORT)/health/ready"
 	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
 	$(PY) manage.py run_observability_worker & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \

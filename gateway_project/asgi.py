@@ -20,14 +20,27 @@ if _startup_errors:
     raise SystemCheckError("The gateway refuses to start:\n" + "\n".join(str(m) for m in _startup_errors))
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from gateway_project.lifespan import lifespan  # noqa: E402
 from inference.asgi_routes import http_routes  # noqa: E402
+from operations.health import health_app  # noqa: E402
+from operations.static_files import StaticFiles  # noqa: E402
+
+# STATIC_URL (admin, Swagger UI, ReDoc assets) answered by WhiteNoise's index without entering Django.
+static_files = StaticFiles(fallback=django_asgi_app)
 
 application = ProtocolTypeRouter(
     {
-        "http": URLRouter([*http_routes, re_path(r"", django_asgi_app)]),
+        "http": URLRouter(
+            [
+                *http_routes,
+                re_path(r"^health/(live|ready)/?$", health_app),
+                re_path("^" + settings.STATIC_URL.strip("/") + "/", static_files),
+                re_path(r"", django_asgi_app),
+            ]
+        ),
         # Serve with `--lifespan on`: shutdown waits for the accounting of cut requests (gateway_project/lifespan.py).
         "lifespan": lifespan,
     }

@@ -7,7 +7,8 @@ cancellation of the caller does not take the item out of the queue. Each event l
 items are pending, and hands the batch to `write_batch`. While the database is unreachable (a restart, a
 failover) the batch is retried with backoff for up to `retry_seconds()`; a batch that fails otherwise, or
 for longer, is written item by item with `write_one`, so one bad item cannot lose the others; an item that
-still fails is reported to `on_failure` and its caller returns normally.
+still fails is counted in `failed` and reported to `on_failure` (which logs it), and its caller returns
+normally.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class GroupCommit(Generic[T]):
         self.flush_ms = flush_ms
         self.on_failure = on_failure
         self.max_batch = max_batch
+        self.failed = 0  # items given up since the process started
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue[T]] = weakref.WeakKeyDictionary()
 
     async def submit(self, item: T) -> None:
@@ -109,6 +111,7 @@ class GroupCommit(Generic[T]):
                 try:
                     await self.write_one(item)
                 except Exception:
+                    self.failed += 1
                     self.on_failure(item)
                 if not future.done():
                     future.set_result(None)

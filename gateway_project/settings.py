@@ -32,7 +32,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "operations",  # before drf_spectacular: its ReDoc template override loads nothing from outside
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "accounts",
     "inference",
@@ -109,6 +111,13 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# Served by the ASGI application (operations/static_files.py, WhiteNoise): compressed, content-hashed names
+# cached for ten years; other files for WHITENOISE_MAX_AGE seconds.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "operations.static_storage.GatewayStaticFilesStorage"},
+}
+WHITENOISE_MAX_AGE = env.int("GATEWAY_STATIC_MAX_AGE", default=0 if DEBUG else 3600)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Security headers.
@@ -130,7 +139,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
     "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -153,6 +162,12 @@ SPECTACULAR_SETTINGS = {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
         "DataRegionEnum": "guardrails.validation.REGIONS",
     },
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # validatorUrl null: Swagger UI would otherwise show a badge image fetched from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.
@@ -196,6 +211,9 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
+
+# GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
+GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))

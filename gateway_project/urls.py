@@ -3,7 +3,7 @@ routed to its Channels consumer in asgi.py before Django sees it."""
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 API_APPS = ["accounts", "guardrails", "presets", "observability", "byok", "scim", "budgets", "rankings", "inference"]
 
@@ -21,6 +21,11 @@ urlpatterns = [
         "api/v1/docs",
         SpectacularSwaggerView.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
         name="openapi-docs",
+    ),
+    path(
+        "api/v1/redoc",
+        SpectacularRedocView.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
+        name="openapi-redoc",
     ),
     *[path("api/v1/", include(f"{app}.urls")) for app in API_APPS],
 ]

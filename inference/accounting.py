@@ -22,6 +22,8 @@ from inference.signals import generation_recorded, generation_recording
 
 logger = logging.getLogger("gateway.accounting")
 
+# ctx.extras flag set by inference.recorder when a row was refused: write it without its free-form fields.
+STRIP_FREE_FORM = "accounting.strip_free_form"
 CONTEXT_BUCKETS = (
     (1_000, "1k"),
     (4_000, "4k"),
@@ -110,6 +112,8 @@ def build_generation(ctx: Context) -> Generation:
     body = ctx.body
     now = outcome.completed_at or datetime.now(UTC)
     cost = compute_cost(candidate, usage) if candidate is not None and not outcome.cost else outcome.cost
+    stripped = ctx.extras.get(STRIP_FREE_FORM, False)
+    session_id = (ctx.session_id or "")[:256]
     return Generation(
         id=uuid.UUID(ctx.request_id),
         organization_id=principal.organization_id,
@@ -117,7 +121,7 @@ def build_generation(ctx: Context) -> Generation:
         api_key_id=principal.key_id,
         key_hash=principal.key_hash,
         user_id=principal.user_id,
-        session_id=(ctx.session_id or "")[:256],
+        session_id=session_id.replace("\x00", "") if stripped else session_id,
         requested_model=str(ctx.extras.get("inference.requested") or body.get("model") or "")[:200],
         model=candidate.model_slug if candidate else "",
         model_permaslug=candidate.canonical_slug if candidate else "",
@@ -143,8 +147,8 @@ def build_generation(ctx: Context) -> Generation:
         output_modalities=list(candidate.output_modalities) if candidate and candidate.output_modalities else ["text"],
         context_bucket=context_bucket(usage.input_tokens),
         pipeline=ctx.pipeline,
-        trace=body.get("trace") or {},
-        metadata=body.get("metadata") or {},
+        trace={} if stripped else body.get("trace") or {},
+        metadata={} if stripped else body.get("metadata") or {},
         created_at=ctx.created_at,
         completed_at=now,
     )

@@ -1,4 +1,10 @@
-"""Loading a catalog file (YAML or JSON) into Provider, Model and Endpoint rows (upsert by slug)."""
+"""Loading a catalog file (YAML or JSON) into Provider, Model and Endpoint rows.
+
+By default only entries missing from the database are created: `bootstrap` loads the catalog on every run, and a
+price, flag or URL that staff changed in the admin must survive it. `update=True` (`load_catalog --update`)
+overwrites existing rows with the file's values on purpose. Either way every entry is validated and the load is
+all or nothing.
+"""
 
 from __future__ import annotations
 
@@ -55,9 +61,28 @@ class CatalogSummary:
     providers: int = 0
     models: int = 0
     endpoints: int = 0
+    added: int = 0
+    updated: int = 0
+    kept: int = 0  # existing rows left as they are (update=False)
 
     def __str__(self) -> str:
-        return f"{self.providers} providers, {self.models} models, {self.endpoints} endpoints"
+        counts = f"{self.providers} providers, {self.models} models, {self.endpoints} endpoints"
+        return f"{counts} ({self.added} added, {self.updated} updated, {self.kept} existing left unchanged)"
+
+    def upsert(self, model_cls, lookup: dict[str, Any], defaults: dict[str, Any], *, update: bool):
+        """Create the row if missing; overwrite it only when `update`."""
+        row = model_cls.objects.filter(**lookup).first()
+        if row is None:
+            self.added += 1
+            return model_cls.objects.create(**lookup, **defaults)
+        if not update:
+            self.kept += 1
+            return row
+        for name, value in defaults.items():
+            setattr(row, name, value)
+        row.save()
+        self.updated += 1
+        return row
 
 
 def read_catalog_file(path: str | Path) -> dict[str, Any]:
@@ -88,8 +113,9 @@ def _price(entry: dict, field: str, where: str) -> Decimal | None:
 
 
 @transaction.atomic
-def load_catalog(data: dict[str, Any]) -> CatalogSummary:
-    """Upsert every provider, model and endpoint of `data`. All or nothing."""
+def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummary:
+    """Create every provider, model and endpoint of `data` that is missing (and overwrite the others when
+    `update`). All or nothing."""
     summary = CatalogSummary()
     formats = set(ApiFormat.values)
     for i, entry in enumerate(data.get("providers") or []):
@@ -102,7 +128,7 @@ def load_catalog(data: dict[str, Any]) -> CatalogSummary:
             raise CatalogError(f"{where}: 'base_url' {problem}")
         defaults = {f: entry[f] for f in PROVIDER_FIELDS if f in entry}
         defaults.setdefault("name", slug)
-        Provider.objects.update_or_create(slug=slug, defaults=defaults)
+        summary.upsert(Provider, {"slug": slug}, defaults, update=update)
         summary.providers += 1
     for i, entry in enumerate(data.get("models") or []):
         where = f"models[{i}]"
@@ -110,7 +136,7 @@ def load_catalog(data: dict[str, Any]) -> CatalogSummary:
         defaults = {f: entry[f] for f in MODEL_FIELDS if f in entry}
         defaults.setdefault("canonical_slug", slug)
         defaults.setdefault("vendor", slug.split("/", 1)[0])
-        Model.objects.update_or_create(slug=slug, defaults=defaults)
+        summary.upsert(Model, {"slug": slug}, defaults, update=update)
         summary.models += 1
     for i, entry in enumerate(data.get("endpoints") or []):
         where = f"endpoints[{i}]"
@@ -124,10 +150,10 @@ def load_catalog(data: dict[str, Any]) -> CatalogSummary:
         defaults.setdefault("upstream_model", model.slug.split("/", 1)[-1])
         for field in PRICE_FIELDS:
             defaults[field] = _price(entry, field, where)
-        Endpoint.objects.update_or_create(model=model, provider=provider, defaults=defaults)
+        summary.upsert(Endpoint, {"model": model, "provider": provider}, defaults, update=update)
         summary.endpoints += 1
     return summary
 
 
-def load_catalog_file(path: str | Path) -> CatalogSummary:
-    return load_catalog(read_catalog_file(path))
+def load_catalog_file(path: str | Path, *, update: bool = False) -> CatalogSummary:
+    return load_catalog(read_catalog_file(path), update=update)

@@ -20,11 +20,11 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
-from gateway_project.api.errors import GatewayError, database_unavailable
+from gateway_project.api.errors import GatewayError, database_unavailable, validation_error
 from inference.pipeline.context import Context
 from inference.pipeline.runner import build_chain
 from inference.response import new_uuid, service_metadata
-from inference.schema import parse_body
+from inference.schema import MAX_IDENTIFIER, parse_body
 
 logger = logging.getLogger("gateway.inference")
 
@@ -138,6 +138,7 @@ class ResponsesConsumer:
             if raw is None:
                 return
             body = parse_body(raw)
+            session_id = body.get("session_id") or _header_session_id(headers)
         except GatewayError as error:
             await responder.error(error, None)
             return
@@ -156,7 +157,7 @@ class ResponsesConsumer:
             raw_body=raw,
             body=body,
             metadata_enabled=_metadata_enabled(headers),
-            session_id=body.get("session_id") or headers.get("x-session-id") or None,
+            session_id=session_id or None,
         )
         ctx.extras["inference.responder"] = responder
         ctx.extras["inference.requested"] = body.get("model") or ",".join(body.get("models") or ())
@@ -203,6 +204,14 @@ class ResponsesConsumer:
 # requests; a connection broken by a database restart is closed here (CONN_HEALTH_CHECKS decides) so the
 # next request opens a fresh one.
 _drop_broken_connection = sync_to_async(close_old_connections, thread_sensitive=True)
+
+
+def _header_session_id(headers: dict[str, str]) -> str | None:
+    """`x-session-id`, held to the body's `session_id` limit (it keys sticky routing and the Generation row)."""
+    value = headers.get("x-session-id")
+    if value is not None and len(value) > MAX_IDENTIFIER:
+        raise validation_error("x-session-id", f"must be at most {MAX_IDENTIFIER} characters")
+    return value
 
 
 def _metadata_enabled(headers: dict[str, str]) -> bool:

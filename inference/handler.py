@@ -127,7 +127,7 @@ def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -
     outcome.candidate = candidate
     outcome.credential_is_byok = cred.is_byok
     _attempt(ctx, candidate, status)
-    remember_session(ctx.session_id, candidate)
+    remember_session(ctx, candidate)
 
 
 async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):

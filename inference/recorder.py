@@ -9,7 +9,10 @@ they run on the data plane's database thread with the budget holds (gateway_proj
 the database is unreachable (OperationalError or InterfaceError: a restart, a failover) the batch is
 retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`, so a request that completed during a
 restart keeps its row. A batch that fails otherwise is retried row by row, so one bad row cannot lose the
-others; a row that still fails is logged with its request id. The queue itself is
+others; a row that still fails for its content (a value the database refuses, which the request validation
+should have stopped) is written once more without its free-form fields (`trace`, `metadata`, NUL characters
+in `session_id`), so its usage and cost are kept; a row that cannot be written even so is logged with its
+request id and counted in `writer.failed` (logged with every loss). The queue itself is
 gateway_project/group_commit.py.
 """
 
@@ -20,9 +23,10 @@ import logging
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 from gateway_project.db_thread import DatabaseThread, in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
-from inference.accounting import record_generations_sync
+from inference.accounting import STRIP_FREE_FORM, record_generations_sync
 from inference.pipeline.context import Context
 
 logger = logging.getLogger("gateway.accounting")
@@ -60,11 +64,18 @@ async def _write_while_unavailable(contexts: list[Context]) -> None:
 
 
 async def _write_one(ctx: Context) -> None:
-    await _write([ctx])
+    try:
+        await _write([ctx])
+    except DATABASE_UNAVAILABLE_ERRORS:
+        raise
+    except Exception:
+        logger.exception("generation %s refused; writing it without trace and metadata", ctx.request_id)
+        ctx.extras[STRIP_FREE_FORM] = True
+        await _write([ctx])
 
 
 def _failed(ctx: Context) -> None:
-    logger.exception("could not record generation %s", ctx.request_id)
+    logger.exception("could not record generation %s (%d rows lost since start)", ctx.request_id, writer.failed)
 
 
 writer: GroupCommit[Context] = GroupCommit(

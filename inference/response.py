@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import random
 import time
-import uuid
 from decimal import Decimal
 from typing import Any
 
+from inference.ids import new_item_id, new_uuid
 from inference.pipeline.context import Context, Usage
 
 ECHOED_FIELDS = (
@@ -144,13 +143,4 @@ def function_call_item(item_id: str, call_id: str, name: str, arguments: str, st
     }
 
 
-_random = random.Random()  # seeded from os.urandom; ids need uniqueness, not secrecy
-
-
-def new_uuid() -> uuid.UUID:
-    """A version-4 UUID without a system call per id (os.urandom releases the GIL on every call)."""
-    return uuid.UUID(int=_random.getrandbits(128), version=4)
-
-
-def new_item_id(prefix: str) -> str:
-    return f"{prefix}_{_random.getrandbits(128):032x}"
+__all__ = ["new_item_id", "new_uuid"]  # re-exported: the ids live in inference.ids

@@ -38,7 +38,9 @@ ROUTED_PARAMETERS = (
     "text",
 )
 STICKY_SESSIONS_MAX = 100_000
-_sticky: OrderedDict[str, Any] = OrderedDict()
+# Sticky sessions, keyed by (organization id, session id): one organization's session ids never steer
+# another's routing. Session ids are at most 256 characters (the body's and the header's alike).
+_sticky: OrderedDict[tuple[Any, str], Any] = OrderedDict()
 
 
 def candidate_from_endpoint(endpoint: Endpoint) -> Candidate:
@@ -190,7 +192,7 @@ def _order(ctx: Context, candidates: list[Candidate], model_rank: dict[str, int]
         rank = {slug: i for i, slug in enumerate(order)}
         candidates = sorted(candidates, key=lambda c: (model_rank[c.model_slug], rank.get(c.provider_slug, len(rank))))
     elif ctx.session_id:
-        candidates = _sticky_first(ctx.session_id, candidates)
+        candidates = _sticky_first(_session_key(ctx), candidates)
     if prefs.get("allow_fallbacks") is False:
         candidates = _without_provider_fallbacks(candidates, order)
     return candidates
@@ -210,8 +212,13 @@ def _without_provider_fallbacks(candidates: list[Candidate], order: list[str] | 
     return kept
 
 
-def _sticky_first(session_id: str, candidates: list[Candidate]) -> list[Candidate]:
-    endpoint_id = _sticky.get(session_id)
+def _session_key(ctx: Context) -> tuple[Any, str]:
+    principal = ctx.principal
+    return (principal.organization_id if principal is not None else None, ctx.session_id or "")
+
+
+def _sticky_first(key: tuple[Any, str], candidates: list[Candidate]) -> list[Candidate]:
+    endpoint_id = _sticky.get(key)
     if endpoint_id is None:
         return candidates
     for index, candidate in enumerate(candidates):
@@ -220,12 +227,13 @@ def _sticky_first(session_id: str, candidates: list[Candidate]) -> list[Candidat
     return candidates
 
 
-def remember_session(session_id: str | None, candidate: Candidate) -> None:
-    """Sticky routing: the next request of this session tries the endpoint that served this one first."""
-    if not session_id:
+def remember_session(ctx: Context, candidate: Candidate) -> None:
+    """Sticky routing: the next request of this session (in this organization) tries the same endpoint first."""
+    if not ctx.session_id:
         return
-    _sticky[session_id] = candidate.endpoint_id
-    _sticky.move_to_end(session_id)
+    key = _session_key(ctx)
+    _sticky[key] = candidate.endpoint_id
+    _sticky.move_to_end(key)
     if len(_sticky) > STICKY_SESSIONS_MAX:
         _sticky.popitem(last=False)
 

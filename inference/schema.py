@@ -1,7 +1,8 @@
 """Validation of the Responses request body (spec "Responses request body", DECISIONS.md §9).
 
 Plain functions over the decoded JSON, one per field, so a typical body validates in a few microseconds.
-Every failure is a 400 naming the field (`validation_error`). `parse_body` decodes with orjson.
+Every failure is a 400 naming the field (`validation_error`). `parse_body` decodes with orjson and applies
+the limits of every JSON body (nesting depth, no NUL character: gateway_project/json_input.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.json_input import check_json, needs_scan
 from inference import schema_parts as parts
 from inference.schema_provider import check_provider
 
@@ -43,6 +45,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         body = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError as exc:
         raise GatewayError(400, f"Malformed JSON body: {exc}") from None
+    if needs_scan(raw):
+        check_json(body)
     return validate_body(body)
 
 

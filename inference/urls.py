@@ -1,3 +1,11 @@
 """Management-plane routes of the inference app under /api/v1/ (the data plane is routed in asgi.py)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from inference.views import ModelDetailView, ModelEndpointsView, ModelListView
+
+urlpatterns = [
+    path("models", ModelListView.as_view(), name="models-list"),
+    path("models/<str:vendor>/<str:name>", ModelDetailView.as_view(), name="models-detail"),
+    path("models/<str:vendor>/<str:name>/endpoints", ModelEndpointsView.as_view(), name="models-endpoints"),
+]

@@ -153,6 +153,8 @@ def _close_data_plane_threads(django_db_setup):
     yield
     from gateway_project import db_thread
     from inference import recorder
+    from operations.health import health_thread
 
     recorder.shutdown()
     db_thread.shutdown()
+    health_thread.shutdown()

@@ -1,10 +1,11 @@
 """Django middleware that keeps every failure under /api/ in the error envelope.
 
 DRF views already answer with the envelope (gateway_project.api.errors). This middleware covers what
-happens outside them: unknown paths (404), bodies over GATEWAY_MAX_BODY_BYTES (413, checked before the
-body is read), the database being unreachable (503 with Retry-After), unhandled exceptions (500, logged,
-no traceback in the body) and any other non-JSON error
-response Django itself produces.
+happens outside them: a NUL character in the path or a query parameter (400 naming it, before any view
+can pass it to the database, which refuses it), unknown paths (404), bodies over GATEWAY_MAX_BODY_BYTES
+(413, checked before the body is read), the database being unreachable (503 with Retry-After), unhandled
+exceptions (500, logged, no traceback in the body) and any other non-JSON error response Django itself
+produces.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from gateway_project.api.errors import GatewayError, database_unavailable, error_envelope
+from gateway_project.json_input import NUL, check_text
 
 logger = logging.getLogger("gateway.errors")
 
@@ -39,6 +41,12 @@ class ErrorEnvelopeMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        query = request.META.get("QUERY_STRING", "")
+        if NUL in request.path or "%00" in query or NUL in query:
+            try:
+                self._check_nul(request)
+            except GatewayError as error:
+                return envelope_response(error)
         if not request.path.startswith(API_PREFIX):
             return self.get_response(request)
         too_big = self._content_length(request) > settings.GATEWAY_MAX_BODY_BYTES
@@ -61,6 +69,14 @@ class ErrorEnvelopeMiddleware:
             return envelope_response(unavailable)
         logger.exception("Unhandled error on %s %s", request.method, request.path, exc_info=exception)
         return envelope_response(GatewayError(500))
+
+    @staticmethod
+    def _check_nul(request: HttpRequest) -> None:
+        check_text("path", request.path)
+        for name, values in request.GET.lists():
+            check_text("query", name)
+            for value in values:
+                check_text(name, value)
 
     @staticmethod
     def _content_length(request: HttpRequest) -> int:

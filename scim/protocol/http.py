@@ -25,6 +25,7 @@ from scim2_models import (
 )
 
 from accounts.principal import Principal, authenticate_header
+from gateway_project import json_input
 from gateway_project.api.authentication import touch_last_used
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.permissions import MANAGEMENT_ONLY
@@ -111,9 +112,9 @@ class ScimView(View):
     def body(self) -> dict[str, Any]:
         """The JSON object of the request body (400 invalidSyntax otherwise)."""
         try:
-            data = json.loads(self.request.body or b"null")
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidSyntaxException(detail="The request body is not valid JSON") from None
+            data = json_input.loads(self.request.body or b"null")
+        except GatewayError as error:  # malformed, nested too deeply or carrying a NUL character
+            raise InvalidSyntaxException(detail=f"The request body is not valid: {error.message}") from None
         if not isinstance(data, dict):
             raise InvalidSyntaxException(detail="The request body must be a JSON object")
         return data

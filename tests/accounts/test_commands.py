@@ -24,7 +24,7 @@ def test_bootstrap_is_idempotent():
     assert first["management_key"] and first["inference_key"]
     assert ApiKey.objects.get(hash=hash_key(first["management_key"])).is_management
     second = json.loads(_run("bootstrap", "--json"))
-    assert second == {**first, "management_key": None, "inference_key": None}
+    assert second == {**first, "management_key": None, "inference_key": None, "admin_password": None}
     assert Organization.objects.count() == 1
     assert Provider.objects.filter(slug="echo").exists()
 

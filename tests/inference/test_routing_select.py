@@ -162,7 +162,7 @@ def test_endpoint_filters_remove_candidates():
 
 def test_sticky_session_tries_last_endpoint_first():
     clear_caches()
-    remember_session("sess-9", SNAPSHOT["a/one"][2])
+    remember_session(ctx(session_id="sess-9"), SNAPSHOT["a/one"][2])
     assert picked(model="a/one", session_id="sess-9")[0] == ("a/one", "dear")
     assert picked(model="a/one", session_id="other")[0] == ("a/one", "cheap")
     assert picked(model="a/one", session_id="sess-9", provider={"order": ["mid"]})[0] == ("a/one", "mid")

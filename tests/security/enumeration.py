@@ -14,7 +14,15 @@ from tests.scim.conftest import ScimClient
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # Operations any key of the organization may call (everything else needs a management key).
-ANY_KEY_OPERATIONS = {("GET", "/api/v1/key"), ("GET", "/api/v1/datasets/rankings-daily")}
+ANY_KEY_OPERATIONS = {
+    ("GET", "/api/v1/key"),
+    ("GET", "/api/v1/datasets/rankings-daily"),
+    ("GET", "/api/v1/models"),
+    ("GET", "/api/v1/models/{vendor}/{name}"),
+    ("GET", "/api/v1/models/{vendor}/{name}/endpoints"),
+}
+# Operations on the shared catalog, which belongs to no organization (out of the cross-organization tests).
+CATALOG_OPERATIONS = {("GET", "/api/v1/models/{vendor}/{name}"), ("GET", "/api/v1/models/{vendor}/{name}/endpoints")}
 PRESET_SLUG = "iso-preset"
 
 
@@ -86,6 +94,8 @@ class OrgResources:
             "slug": self.ids["preset"],
             "version": "1",
             "interval": "daily",
+            "vendor": "echo",
+            "name": "echo-1",
             "id": self.ids.get(self._id_kind(operation.path), ""),
         }
         assert values["id"] or "{id}" not in operation.path, f"no resource for the {{id}} of {operation}"

@@ -1,11 +1,14 @@
 """python manage.py bootstrap [--json]: idempotent first-run setup.
 
-Creates the first organization, its default workspace and an admin user, loads GATEWAY_CATALOG, and on
-the first run creates and prints one management key and one inference key.
+Creates the first organization, its default workspace and an admin user, adds the entries of GATEWAY_CATALOG
+the database lacks (never overwriting what staff changed in the admin), and on the first run creates and prints
+one management key and one inference key. An admin user without a usable password gets GATEWAY_ADMIN_PASSWORD,
+or a generated password printed once next to the keys.
 """
 
 import json
 import os
+import secrets
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -34,17 +37,15 @@ class Command(BaseCommand):
             if organization is None:
                 organization = services.organization_create(name=options["organization_name"])
             admin = User.objects.filter(username=options["admin_username"]).first()
-            admin_password = None
             if admin is None:
-                admin_password = os.environ.get("GATEWAY_ADMIN_PASSWORD") or None
                 admin = services.user_create(
                     organization=organization,
                     username=options["admin_username"],
                     org_role=OrgRole.ADMIN,
-                    password=admin_password,
                     is_staff=True,
                     is_superuser=True,
                 )
+            password_source, generated_password = _give_admin_a_password(admin)
             management_key = inference_key = None
             if not ApiKey.objects.filter(organization=organization).exists():
                 management_key = services.api_key_create(
@@ -58,18 +59,34 @@ class Command(BaseCommand):
             "workspace_id": str(organization.default_workspace_id) if organization.default_workspace_id else None,
             "management_key": management_key,
             "inference_key": inference_key,
+            "admin_username": admin.username,
+            "admin_password": generated_password,
         }
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
         self.stdout.write(f"Catalog: {summary}")
         self.stdout.write(f"Organization: {result['organization_id']}  default workspace: {result['workspace_id']}")
-        self.stdout.write(
-            f"Admin user: {admin.username}" + (" (password from GATEWAY_ADMIN_PASSWORD)" if admin_password else "")
-        )
+        self.stdout.write(f"Admin user: {admin.username}" + (f" ({password_source})" if password_source else ""))
+        if generated_password:
+            self.stdout.write(f"  admin password: {generated_password}  (shown once, store it now)")
         if management_key:
             self.stdout.write("Keys (shown once, store them now):")
             self.stdout.write(f"  management key: {management_key}")
             self.stdout.write(f"  inference key:  {inference_key}")
         else:
             self.stdout.write("Keys already exist; create more with `python manage.py create_api_key`.")
+
+
+def _give_admin_a_password(admin: User) -> tuple[str, str | None]:
+    """A password for an admin user that has none: GATEWAY_ADMIN_PASSWORD, else a generated one (returned, to be
+    printed once). A user that has a password keeps it (change it with `manage.py changepassword`)."""
+    if admin.has_usable_password():
+        return "", None
+    from_env = os.environ.get("GATEWAY_ADMIN_PASSWORD") or ""
+    password = from_env or secrets.token_urlsafe(18)
+    admin.set_password(password)
+    admin.save(update_fields=["password"])
+    if from_env:
+        return "password set from GATEWAY_ADMIN_PASSWORD", None
+    return "password generated", password
