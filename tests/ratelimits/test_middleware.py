@@ -21,9 +21,9 @@ def set_limits(org, key_hash: str, **fields) -> None:
 
 
 def new_key(org, **fields) -> str:
-    return services.api_key_create(
-        organization=ApiKey.objects.get(hash=org.inference_hash).organization, name="k", **fields
-    ).raw_key
+    wait_idle()  # SQLite in memory: no write from here while the server's accounting writes
+    organization = ApiKey.objects.get(hash=org.inference_hash).organization
+    return services.api_key_create(organization=organization, name="k", **fields).raw_key
 
 
 def test_over_the_limit_is_429_with_retry_after_and_headers(sdk, org):
