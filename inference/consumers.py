@@ -158,6 +158,7 @@ class ResponsesConsumer:
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=session_id or None,
+            client_ip=(scope.get("client") or ("", 0))[0],
         )
         ctx.extras["inference.responder"] = responder
         ctx.extras["inference.requested"] = body.get("model") or ",".join(body.get("models") or ())
