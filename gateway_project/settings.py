@@ -160,6 +160,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "DataRegionEnum": "guardrails.validation.REGIONS",
         "GenerationStatusEnum": "inference.models.GenerationStatus",
         "PresetStatusEnum": "presets.models.PresetStatus",
     },
