@@ -16,25 +16,22 @@ import asyncio
 import dataclasses
 import functools
 import hashlib
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import orjson
 from django.conf import settings
 
 from budgets.estimate import output_token_cap
 from gateway_project.api.errors import GatewayError
-from inference.accounting import charge_unanswered, estimate_usage, settled_cost, settled_usage
+from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
+from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
-from inference.response import response_object, usage_object
 from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
-from inference.streaming import ResponseStream
 
 T = TypeVar("T")
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -130,25 +127,10 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
     except asyncio.CancelledError:
         charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
         raise
-    outcome = ctx.outcome
-    outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
-    usage = settled_usage(ctx, candidate, result.usage, result.output)
-    cost = settled_cost(ctx, candidate, usage)
-    outcome.status, outcome.upstream_id, outcome.finish_reason = result.status, result.upstream_id, result.finish_reason
-    outcome.usage, outcome.cost, outcome.output = usage, cost, result.output
-    outcome.output_text = result.text
-    outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
     _settle(ctx, candidate, cred, "success")
-    payload = response_object(
-        ctx,
-        status=result.status,
-        output=result.output,
-        usage=usage_object(usage, cost, cred.is_byok),
-        incomplete_reason=result.incomplete_reason,
-        model=candidate.model_slug,
-    )
-    outcome.first_byte_sent = True
-    await responder.send_json(200, orjson.dumps(payload))
+    # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
+    payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
+    await responder.send_json(200, payload)
 
 
 def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -> None:
@@ -171,7 +153,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             raise
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
-        writer = ResponseStream(ctx, responder, candidate, cred.is_byok)
+        writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
         ctx.extras["inference.stream"] = writer
         await writer.open(debug)
         try:
@@ -187,7 +169,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         await events.aclose()
 
 
-async def _fail_stream(ctx: Context, writer: ResponseStream, candidate: Candidate, error: ProviderError) -> None:
+async def _fail_stream(ctx: Context, writer: Any, candidate: Candidate, error: ProviderError) -> None:
     """A failure after the first byte: no fallback any more; `error` + `response.failed` end the stream."""
     status, error_type, _ = ERROR_MAPPING[error.kind]
     metadata = _meta(candidate, error_type, error.raw)
@@ -226,6 +208,7 @@ async def handle(ctx: Context) -> None:
     if plan is not None:
         from inference.servertools.loop import run_loop
 
+        ingress_of(ctx).check_server_tools(plan)
         await run_loop(ctx, responder, candidates, plan)
         return
     answer = _answer_stream if stream else _answer_json

@@ -146,6 +146,7 @@ class Context:
     host: str
     headers: dict[str, str]  # lower-case names
     raw_body: bytes
+    client_address: str = ""  # the ASGI client's host (behind a trusted proxy, uvicorn's --proxy-headers set it)
     body: dict[str, Any] = field(default_factory=dict)  # the validated Responses request; middlewares may rewrite it
     principal: Principal | None = None
     policy_version: int = 0
@@ -162,6 +163,8 @@ class Context:
     outcome: Outcome = field(default_factory=Outcome)
     extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
+    client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
+    ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
 
     @property
     def stream(self) -> bool:
