@@ -13,9 +13,9 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from gateway_project.api.errors import GatewayError
+from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, redact, scan
+from guardrails.content import RuleResult, has_token_input, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
@@ -125,6 +125,10 @@ class GuardrailMiddleware:
             self._check_requested_models(ctx, policy)
             ctx.endpoint_filters.extend(policy.endpoint_filters)
             if policy.has_filters:
+                if has_token_input(ctx.body):
+                    raise validation_error(
+                        "input", "token ids cannot be checked by this key's guardrail content filters; send text"
+                    )
                 self._apply_content_filters(ctx, scan(ctx.body, policy))
             ctx.spend_limits.extend(self._spend_limits(ctx, policy))
         await self.get_response(ctx)

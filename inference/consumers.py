@@ -96,26 +96,35 @@ def _headers(scope: dict[str, Any]) -> dict[str, str]:
 
 
 class ResponsesConsumer:
-    """ASGI application for /api/v1/responses; the middleware chain is built once, on first use."""
+    """ASGI application for /api/v1/responses; the middleware chain is built once, on first use. `active` counts
+    the requests in progress of every data-plane consumer, accounting included (tests and shutdown wait for 0)."""
+
+    ingress_format = "responses"
+    active = 0
 
     def __init__(self) -> None:
         self._chain = None
-        self.active = 0  # requests in progress, accounting included (tests wait for 0)
+
+    def innermost(self):
+        from inference.handler import handle
+
+        return handle
+
+    def parse(self, raw: bytes) -> dict[str, Any]:
+        return parse_body(raw)
 
     @property
     def chain(self):
         if self._chain is None:
-            from inference.handler import handle
-
-            self._chain = build_chain(handle)
+            self._chain = build_chain(self.innermost())
         return self._chain
 
     async def __call__(self, scope, receive, send) -> None:
-        self.active += 1
+        ResponsesConsumer.active += 1
         try:
             await self._call(scope, receive, send)
         finally:
-            self.active -= 1
+            ResponsesConsumer.active -= 1
 
     async def _call(self, scope, receive, send) -> None:
         started = time.perf_counter()
@@ -137,7 +146,7 @@ class ResponsesConsumer:
             raw = await read_body(receive, limit)
             if raw is None:
                 return
-            body = parse_body(raw)
+            body = self.parse(raw)
             session_id = body.get("session_id") or _header_session_id(headers)
         except GatewayError as error:
             await responder.error(error, None)
@@ -158,6 +167,7 @@ class ResponsesConsumer:
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=session_id or None,
+            ingress_format=self.ingress_format,
         )
         ctx.extras["inference.responder"] = responder
         ctx.extras["inference.requested"] = body.get("model") or ",".join(body.get("models") or ())

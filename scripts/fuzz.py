@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = "/api/v1/openapi.json"
 RESPONSES_PATH = "/api/v1/responses"
+EMBEDDINGS_PATH = "/api/v1/embeddings"
 CHECKS = ",".join(
     (
         "not_a_server_error",
@@ -43,8 +44,11 @@ CHECKS = ",".join(
 # it saw in earlier responses, so DELETE /keys/{hash} does reach the bootstrap keys).
 OWN_KEY_PATH = "/api/v1/keys/{hash}"
 RUNS = (
-    ("inference", ["--include-path", RESPONSES_PATH]),
-    ("management", ["--exclude-path", RESPONSES_PATH, "--exclude-path", OWN_KEY_PATH]),
+    ("inference", ["--include-path", RESPONSES_PATH, "--include-path", EMBEDDINGS_PATH]),
+    (
+        "management",
+        ["--exclude-path", RESPONSES_PATH, "--exclude-path", EMBEDDINGS_PATH, "--exclude-path", OWN_KEY_PATH],
+    ),
     ("management", ["--include-path", OWN_KEY_PATH]),
 )
 
