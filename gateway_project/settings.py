@@ -161,6 +161,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "DataRegionEnum": "guardrails.validation.REGIONS",
         "GenerationStatusEnum": "inference.models.GenerationStatus",
         "PresetStatusEnum": "presets.models.PresetStatus",
     },
@@ -199,6 +200,12 @@ GATEWAY_BUDGET_SETTLE_FLUSH_MS = env.int("GATEWAY_BUDGET_SETTLE_FLUSH_MS", defau
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+# A non-streaming call: from the send until the whole answer was read (providers answer when they are done).
+GATEWAY_UPSTREAM_TOTAL_TIMEOUT = env.float("GATEWAY_UPSTREAM_TOTAL_TIMEOUT", default=600.0)
+# Which environment variables a catalog provider may name as its platform key (inference/provider_config.py).
+GATEWAY_PROVIDER_KEY_ENV_PATTERN = env.str(
+    "GATEWAY_PROVIDER_KEY_ENV_PATTERN", default=r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)"
+)
 # Largest upstream answer read, in bytes: a JSON body, or all the bytes of a stream. Larger answers fail as
 # `server` (502, or an error event once streaming) instead of growing the process's memory.
 GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES", default=32 * 1024 * 1024)
@@ -240,6 +247,26 @@ GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4
 
 # Rankings dataset: fraction of requests classified for the sampled (category, language_type) dataset.
 GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
+
+# Server tools and plugins (docs/server-tools.md, docs/plugins.md). Web search engines: an engine is configured
+# when its URL (SearXNG) or API key (Brave) is set. GATEWAY_WEB_SEARCH_ENGINE names the default engine (empty:
+# the only configured one); GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES maps workspace ids to an engine (or `none`).
+GATEWAY_WEB_SEARCH_ENGINE = env.str("GATEWAY_WEB_SEARCH_ENGINE", default="")
+GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = env.dict("GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES", default={})
+GATEWAY_WEB_SEARCH_TIMEOUT = env.float("GATEWAY_WEB_SEARCH_TIMEOUT", default=10.0)
+GATEWAY_SEARXNG_URL = env.str("GATEWAY_SEARXNG_URL", default="")
+GATEWAY_SEARXNG_API_KEY = env.str("GATEWAY_SEARXNG_API_KEY", default="")
+GATEWAY_SEARXNG_PRICE_PER_QUERY = env.str("GATEWAY_SEARXNG_PRICE_PER_QUERY", default="0")
+GATEWAY_BRAVE_SEARCH_API_KEY = env.str("GATEWAY_BRAVE_SEARCH_API_KEY", default="")
+GATEWAY_BRAVE_SEARCH_URL = env.str("GATEWAY_BRAVE_SEARCH_URL", default="https://api.search.brave.com/res/v1/web/search")
+GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY = env.str("GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY", default="0")
+# Web fetch (service:web_fetch, the web-fetch plugin): never a private, loopback or link-local address, unless
+# its host or a CIDR holding it is listed here (GATEWAY_ALLOW_PRIVATE_URLS does not apply to it).
+GATEWAY_WEB_FETCH_ALLOWLIST = env.list("GATEWAY_WEB_FETCH_ALLOWLIST", default=[])
+GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
+GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
+GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
+GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
 
 LOGGING = {
     "version": 1,

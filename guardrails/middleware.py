@@ -7,7 +7,6 @@ assignment bumps the policy version, so it applies to the next request in every 
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -16,7 +15,7 @@ from django.conf import settings
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.policy_cache import PolicyCache
 from guardrails.content import RuleResult, has_token_input, redact, scan
-from guardrails.policy import EffectivePolicy, effective_policy
+from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
 
@@ -174,22 +173,6 @@ class GuardrailMiddleware:
     @staticmethod
     def _spend_limits(ctx: Context, policy: EffectivePolicy) -> list[SpendLimit]:
         principal = ctx.principal
-        limits = []
-        for rule in policy.rules:
-            if rule.limit_usd is None:
-                continue
-            if rule.scope == "member" and principal.user_id is not None:
-                subject = f"user:{principal.user_id}"
-            else:
-                subject = f"key:{principal.key_hash}"
-            limits.append(
-                SpendLimit(
-                    scope="guardrail",
-                    scope_id=f"{rule.id}:{subject}",
-                    name=f"guardrail '{rule.name}'",
-                    limit_usd=Decimal(rule.limit_usd),
-                    interval=rule.reset_interval or "lifetime",
-                    include_byok=rule.include_byok_in_budgets,
-                )
-            )
-        return limits
+        key_hash, user_id = principal.key_hash, principal.user_id
+        limits = (rule_spend_limit(rule, key_hash=key_hash, user_id=user_id) for rule in policy.rules)
+        return [limit for limit in limits if limit is not None]

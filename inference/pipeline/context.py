@@ -48,6 +48,8 @@ class Candidate:
     regions: tuple[str, ...]
     input_modalities: tuple[str, ...]
     output_modalities: tuple[str, ...]
+    # The provider's own time limits ((name, seconds) pairs over the GATEWAY_UPSTREAM_* settings).
+    timeout_overrides: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

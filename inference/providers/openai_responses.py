@@ -21,7 +21,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_int, is_gateway_tool
+from inference.providers.canonical import as_count, is_gateway_tool
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
@@ -115,10 +115,12 @@ def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     return Usage(
-        input_tokens=as_int(usage.get("input_tokens")),
-        output_tokens=as_int(usage.get("output_tokens")),
-        cached_tokens=as_int((usage.get("input_tokens_details") or {}).get("cached_tokens")),
-        reasoning_tokens=as_int((usage.get("output_tokens_details") or {}).get("reasoning_tokens")),
+        input_tokens=as_count(usage.get("input_tokens"), "input_tokens"),
+        output_tokens=as_count(usage.get("output_tokens"), "output_tokens"),
+        cached_tokens=as_count((usage.get("input_tokens_details") or {}).get("cached_tokens"), "cached_tokens"),
+        reasoning_tokens=as_count(
+            (usage.get("output_tokens_details") or {}).get("reasoning_tokens"), "reasoning_tokens"
+        ),
     )
 
 
