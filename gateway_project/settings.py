@@ -133,6 +133,10 @@ GATEWAY_PRIVATE_URL_ALLOWLIST = env.list("GATEWAY_PRIVATE_URL_ALLOWLIST", defaul
 # Request bodies larger than this get 413 before they are parsed.
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY_MAX_BODY_BYTES
+# Streamed answers: an SSE comment is written after this many seconds without a byte to the client (0: never).
+GATEWAY_SSE_KEEPALIVE_SECONDS = env.float("GATEWAY_SSE_KEEPALIVE_SECONDS", default=15.0)
+# Browser origins allowed to call the data plane (CORS); empty: none; "*": any.
+GATEWAY_CORS_ALLOWED_ORIGINS = [o.rstrip("/") for o in env.list("GATEWAY_CORS_ALLOWED_ORIGINS", default=[])]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["gateway_project.api.authentication.ApiKeyAuthentication"],

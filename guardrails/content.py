@@ -1,4 +1,5 @@
-"""Content filters over a Responses request: every input message and `instructions`.
+"""Content filters over a Responses request: `instructions` and every input message, tool call (its arguments)
+and tool output, whatever wire format the request came in (ingress adapters translate into this body).
 
 `scan(body, policy)` runs every filter of every applying guardrail once per text, and returns what it found
 per guardrail; `redact(body, ...)` rewrites the body in place so the provider receives the labels instead of
@@ -65,8 +66,15 @@ def _item_texts(item: dict, role: str) -> Iterator[TextSlot]:
         for part in content:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 yield TextSlot(part, "text", role)
-    if isinstance(item.get("output"), str):  # function_call_output items carry tool results as `output`
+    output = item.get("output")
+    if isinstance(output, str):  # function_call_output items carry tool results as `output`
         yield TextSlot(item, "output", "tool")
+    elif isinstance(output, list):
+        for part in output:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield TextSlot(part, "text", "tool")
+    if item.get("type") == "function_call" and isinstance(item.get("arguments"), str):
+        yield TextSlot(item, "arguments", "assistant")  # the arguments of a tool call the model made earlier
 
 
 def request_texts(body: dict) -> list[TextSlot]:
