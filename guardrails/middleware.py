@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.policy_cache import PolicyCache
 from guardrails.content import RuleResult, has_token_input, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
+from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
 
@@ -46,34 +46,6 @@ async def policy_for(ctx: Context) -> EffectivePolicy:
     return policy
 
 
-_hosts_cache: tuple[Any, dict[str, str]] = (None, {})
-
-
-def _host_regions() -> dict[str, str]:
-    """Host -> region from settings.GATEWAY_REGION_HOSTS (rebuilt only when that setting object changes)."""
-    global _hosts_cache
-    mapping = getattr(settings, "GATEWAY_REGION_HOSTS", {}) or {}
-    if _hosts_cache[0] is mapping:
-        return _hosts_cache[1]
-    hosts: dict[str, str] = {}
-    for region, value in mapping.items():
-        for host in value if isinstance(value, (list, tuple)) else str(value).split(";"):
-            if host.strip():
-                hosts[host.strip().lower()] = region
-    _hosts_cache = (mapping, hosts)  # holding the setting object: its identity cannot be reused meanwhile
-    return hosts
-
-
-def region_for_host(host: str) -> str:
-    """The data region of an ingress host (port ignored); unknown hosts are `global`."""
-    name = (host or "").strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[: name.find("]") + 1]
-    elif name.count(":") == 1:
-        name = name.split(":", 1)[0]
-    return _host_regions().get(name, "global")
-
-
 def _refusal(message: str, metadata: dict[str, Any] | None = None) -> GatewayError:
     """A 403; with `X-Service-Metadata: enabled` the consumer adds `service_metadata` with ctx.pipeline."""
     return GatewayError(403, message, metadata=metadata)
@@ -91,13 +63,14 @@ def _stage(rule, summary: str, action: str, detected: bool, engines: list[str], 
 
 
 class RegionMiddleware:
-    """Ingress host → ctx.region; 403 when the effective `allowed_data_regions` exclude it."""
+    """The request's data region (guardrails.regions) → ctx.region; 403 when the effective
+    `allowed_data_regions` exclude it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     async def __call__(self, ctx: Context) -> None:
-        ctx.region = region_for_host(ctx.host)
+        ctx.region = request_region(ctx.client_ip, ctx.headers)
         policy = await policy_for(ctx)
         if policy.allowed_regions is not None and ctx.region not in policy.allowed_regions:
             allowed = ", ".join(sorted(policy.allowed_regions)) or "none"

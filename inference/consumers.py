@@ -180,6 +180,7 @@ class InferenceConsumer:
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=session_id or None,
+            client_ip=(scope.get("client") or ("", 0))[0],
             ingress_format=self.ingress.name,
             ingress=self.ingress,
         )

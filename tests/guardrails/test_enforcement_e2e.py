@@ -10,7 +10,8 @@ from guardrails import middleware
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 
 MODEL = "openai/gpt-guard"
-REGIONS = {"europe": "eu.gw.test", "us": "us.gw.test"}
+# The test client reaches the gateway from 127.0.0.1, here the trusted proxy that sets the region header.
+LOOPBACK_PROXY = {"GATEWAY_REGION_HEADER": "X-Gateway-Region", "GATEWAY_TRUSTED_PROXIES": ["127.0.0.1/32"]}
 
 
 @pytest.fixture
@@ -125,14 +126,17 @@ def test_flagged_passes_and_is_recorded(gateway, api, org, fake_upstream):
     assert generation.pipeline[0]["data"]["patterns"] == ["[PROMPT_INJECTION]"]
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
-def test_region_refused_by_host_header(gateway, api, org, fake_upstream):
+@override_settings(**LOOPBACK_PROXY)
+def test_region_from_the_trusted_proxy_header_never_from_host(gateway, api, org, fake_upstream):
     admin(api, "patch", f"/guardrails/{org.workspace.default_guardrail_id}", {"allowed_data_regions": ["europe"]})
-    refused = infer(gateway, org)  # 127.0.0.1 is the global region
+    refused = infer(gateway, org)  # no header: the process's region, global
     assert refused.status_code == 403
     assert "global" in refused.json()["error"]["message"]
-    assert infer(gateway, org, headers={"Host": "us.gw.test"}).status_code == 403
-    served = infer(gateway, org, headers={"Host": "eu.gw.test", "X-Service-Metadata": "enabled"})
+    assert infer(gateway, org, headers={"X-Gateway-Region": "us"}).status_code == 403
+    assert infer(gateway, org, headers={"Host": "eu.gw.test"}).status_code == 403  # a client-chosen Host
+    with override_settings(GATEWAY_TRUSTED_PROXIES=["10.0.0.0/8"]):  # the header from an untrusted peer
+        assert infer(gateway, org, headers={"X-Gateway-Region": "europe"}).status_code == 403
+    served = infer(gateway, org, headers={"X-Gateway-Region": "europe", "X-Service-Metadata": "enabled"})
     assert served.status_code == 200, served.json()
     assert served.json()["service_metadata"]["region"] == "europe"
     assert len(fake_upstream.requests) == 1
@@ -183,7 +187,7 @@ def test_patch_applies_to_the_next_request(gateway, api, org, fake_upstream):
     assert infer(gateway, org).status_code == 403
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
+@override_settings(**LOOPBACK_PROXY)
 def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
     add_endpoint("echo/echo-1", "echo")
     admin(api, "patch", f"/guardrails/{org.workspace.default_guardrail_id}", {
@@ -196,7 +200,7 @@ def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
     })["data"]  # fmt: skip
     admin(api, "post", f"/guardrails/{member['id']}/assignments/members", {"member_user_ids": [str(org.admin.id)]})
     key_guardrail(api, org, allowed_data_regions=["us", "global"], allowed_models=[MODEL])
-    eu, us = {"Host": "eu.gw.test"}, {"Host": "us.gw.test", "X-Service-Metadata": "enabled"}
+    eu, us = {"X-Gateway-Region": "europe"}, {"X-Gateway-Region": "us", "X-Service-Metadata": "enabled"}
 
     assert infer(gateway, org, headers=eu).status_code == 403  # region: {europe, us} ∩ {us, global} = {us}
     assert infer(gateway, org).status_code == 403  # global
