@@ -11,9 +11,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.api.errors import GatewayError
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, has_token_input, redact, scan
+from guardrails.content import RuleResult, has_token_input, opaque_files, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
@@ -97,10 +97,7 @@ class GuardrailMiddleware:
             self._check_requested_models(ctx, policy)
             ctx.endpoint_filters.extend(policy.endpoint_filters)
             if policy.has_filters:
-                if has_token_input(ctx.body):
-                    raise validation_error(
-                        "input", "token ids cannot be checked by this key's guardrail content filters; send text"
-                    )
+                self._refuse_unreadable_files(ctx, policy)
                 self._apply_content_filters(ctx, scan(ctx.body, policy))
             ctx.spend_limits.extend(self._spend_limits(ctx, policy))
         await self.get_response(ctx)
@@ -115,6 +112,27 @@ class GuardrailMiddleware:
         if models and not model and not any(policy.model_allowed(m) for m in models):
             names = ", ".join(f"'{m}'" for m in models)
             raise _refusal(f"Models {names} are not allowed by a guardrail", {"models": models})
+
+    @staticmethod
+    def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:
+        """A file the filters cannot read (a PDF, a file by id or URL), or token ids (an /embeddings input), would
+        carry text past a block or redact filter: 403 naming it. Flag-only filters let it through (they only
+        observe)."""
+        enforcing = [r for r in policy.rules if any(f.action in ("block", "redact") for f in r.filters)]
+        if enforcing and has_token_input(ctx.body):  # an /embeddings input of token ids
+            guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
+            raise _refusal(
+                f"Content filters of guardrail {guardrails} cannot read token ids: send the input as text",
+                {"field": "input", "guardrail_ids": [str(r.id) for r in enforcing]},
+            )
+        if enforcing and (names := opaque_files(ctx.body)):
+            listed = ", ".join(f"'{n}'" for n in names)
+            guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
+            raise _refusal(
+                f"Content filters of guardrail {guardrails} cannot read input_file {listed}: send its text inline "
+                "(a data: URL of a text type) or as input_text",
+                {"files": names, "guardrail_ids": [str(r.id) for r in enforcing]},
+            )
 
     def _apply_content_filters(self, ctx: Context, results: list[RuleResult]) -> None:
         blocked = [r for r in results if r.action == "block"]

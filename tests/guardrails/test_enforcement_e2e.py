@@ -256,3 +256,59 @@ def test_guardrail_applies_to_the_request_a_preset_produced(gateway, api, org, f
     refused = infer(gateway, org, model="@preset/support")
     assert refused.status_code == 403
     assert MODEL in refused.json()["error"]["message"]  # the model the preset resolved to
+
+
+def test_redaction_reaches_every_place_text_goes_upstream(gateway, api, org, fake_upstream):
+    """Tool calls' arguments, tool outputs as part lists, tool descriptions and parameter descriptions, reasoning
+    summaries, inline text files: the provider never sees the address (before, 2 of these 8 places were scanned)."""
+    import base64
+
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": "redact"}])
+    leak = "jane.roe@example.com"
+    note = base64.b64encode(f"contact {leak} today".encode()).decode()
+    tool = {
+        "type": "function",
+        "name": "send_mail",
+        "description": f"Mails {leak} by default",
+        "parameters": {"type": "object", "properties": {"to": {"type": "string", "description": f"e.g. {leak}"}}},
+    }
+    body = {
+        "model": MODEL,
+        "tools": [tool],
+        "input": [
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "summarise the file"},
+                {"type": "input_file", "filename": "note.txt", "file_data": f"data:text/plain;base64,{note}"},
+            ]},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": f"user is {leak}"}]},
+            {"type": "function_call", "call_id": "c1", "name": "send_mail", "arguments": f'{{"to": "{leak}"}}'},
+            {"type": "function_call_output", "call_id": "c1",
+             "output": [{"type": "input_text", "text": f"sent to {leak}"}]},
+        ],
+    }  # fmt: skip
+    response = infer(gateway, org, body, headers={"X-Service-Metadata": "enabled"})
+    assert response.status_code == 200, response.json()
+    sent = fake_upstream.last.raw.decode()
+    assert leak not in sent and note not in sent
+    assert "[EMAIL]" in sent
+    stage = response.json()["service_metadata"]["pipeline"][0]
+    assert stage["data"]["action"] == "redact" and stage["data"]["patterns"] == ["[EMAIL]"]
+
+
+@pytest.mark.parametrize("action", ["redact", "block"])
+def test_a_file_the_filters_cannot_read_is_refused_by_an_enforcing_guardrail(gateway, api, org, fake_upstream, action):
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": action}])
+    pdf = {"type": "input_file", "filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}
+    body = {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_text", "text": "read"}, pdf]}]}
+    response = infer(gateway, org, body)
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert "cannot read input_file 'report.pdf'" in error["message"] and error["metadata"]["files"] == ["report.pdf"]
+    assert fake_upstream.requests == []
+
+
+def test_a_flag_only_guardrail_lets_an_unreadable_file_through(gateway, api, org, fake_upstream):
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": "flag"}])
+    pdf = {"type": "input_file", "filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}
+    body = {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_text", "text": "read"}, pdf]}]}
+    assert infer(gateway, org, body).status_code == 200

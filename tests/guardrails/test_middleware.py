@@ -343,3 +343,39 @@ def test_the_retired_region_hosts_setting_and_bad_region_settings_stop_the_start
             "guardrails.E002",
             "guardrails.E003",
         ]
+
+
+def test_every_text_location_is_a_slot():
+    """The places content filters read (docs/guardrails.md lists them), each written back where it was."""
+    import base64
+
+    from guardrails.content import opaque_files, request_texts
+
+    data = base64.b64encode(b"file text").decode()
+    body = {
+        "instructions": "system text",
+        "tools": [{"type": "function", "name": "f", "description": "tool text",
+                   "parameters": {"properties": {"a": {"description": "param text", "title": "title text"}}}}],
+        "prompt": {"id": "p", "variables": {"v": "variable text", "w": {"type": "input_text", "text": "part text"}}},
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "user text"},
+                                         {"type": "input_file", "file_data": f"data:text/plain;base64,{data}"},
+                                         {"type": "input_file", "filename": "x.pdf", "file_id": "file-1"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "summary text"}]},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "arguments text"},
+            {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "output text"}]},
+        ],
+    }  # fmt: skip
+    slots = request_texts(body)
+    assert sorted(slot.text for slot in slots) == sorted(
+        ["system text", "tool text", "param text", "title text", "variable text", "part text", "user text",
+         "file text", "summary text", "arguments text", "output text"]
+    )  # fmt: skip
+    for slot in slots:
+        slot.write(slot.text.upper())
+    assert (
+        body["input"][0]["content"][1]["file_data"]
+        == "data:text/plain;base64," + base64.b64encode(b"FILE TEXT").decode()
+    )
+    assert body["prompt"]["variables"]["v"] == "VARIABLE TEXT" and body["tools"][0]["description"] == "TOOL TEXT"
+    assert opaque_files(body) == ["x.pdf"]

@@ -212,7 +212,8 @@ def test_guardrail_content_filters_see_every_input(sdk, http, org, upstream_embe
     sdk.embeddings.create(model=upstream_embed, input="acct-99")
     assert fake_upstream.last.body["input"] == "[ACCOUNT]"
     tokens = http.post("/embeddings", json={"model": upstream_embed, "input": [[1, 2, 3]]})
-    assert tokens.status_code == 400 and tokens.json()["error"]["metadata"]["field"] == "input"
+    assert tokens.status_code == 403 and tokens.json()["error"]["metadata"]["field"] == "input"
+    assert "cannot read token ids" in tokens.json()["error"]["message"]
     assert len(fake_upstream.requests) == 2
 
 
