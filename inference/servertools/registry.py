@@ -52,7 +52,7 @@ class ServerTool:
 
 
 REGISTRY: dict[str, ServerTool] = {}
-IMPLEMENTATIONS = ("inference.servertools.web_search",)
+IMPLEMENTATIONS = ("inference.servertools.web_search", "inference.servertools.tool_search")
 _loaded = False
 
 
