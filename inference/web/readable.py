@@ -2,7 +2,7 @@
 
 HTML: the text of `<main>` or `<article>` when they hold enough of it (200 characters or more), else of the
 whole body; scripts, styles, navigation, headers, footers, asides, forms and other chrome are left out;
-block elements become line breaks (one line per block), list items start with "- ", headings with "#". The `<title>` is kept
+each block element is one line, list items start with "- ", headings with "#". The `<title>` is kept
 apart. Plain text and JSON are used as they are. Other content types are refused.
 """
 
