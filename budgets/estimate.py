@@ -78,10 +78,20 @@ def _walk_media(value: Any, counts: dict[str, int]) -> int:
     return 0
 
 
+def _token_ids(value: Any) -> int | None:
+    """The number of token ids of an /embeddings token-array input (counted exactly), else None."""
+    if not isinstance(value, list) or not value or not isinstance(value[0], (int, list)):
+        return None
+    return sum(len(item) if isinstance(item, list) else 1 for item in value)
+
+
 def _prompt(body: dict[str, Any]) -> _Prompt:
     sent = {k: v for k, v in body.items() if k not in _NOT_SENT}
+    ids = _token_ids(sent.get("input"))
+    if ids is not None:  # token ids are what the provider bills: exact, not bounded by their JSON digits
+        sent.pop("input")
     data = orjson.dumps(sent)
-    size = len(data)
+    size = len(data) + (ids or 0)
     counts: dict[str, int] = {}
     if any(marker in data for marker in _MEDIA_MARKERS):
         size -= _walk_media(sent, counts)
