@@ -250,8 +250,12 @@ def test_catalog_loader_rules_for_embeddings_models():
 
 
 def test_budget_hold_counts_token_ids():
-    from budgets.estimate import estimate_input_tokens
+    from budgets.estimate import input_token_bound
+    from tests.budgets.conftest import candidate
 
-    assert estimate_input_tokens({"input": [[1, 2, 3], [4, 5]]}) == 5
-    assert estimate_input_tokens({"input": [7, 8, 9, 10]}) == 4
-    assert estimate_input_tokens({"input": ["abcdef"]}) == 4  # '["abcdef"]' is 10 bytes: 10 / 3 rounded up
+    endpoint = candidate()
+    empty = input_token_bound({"model": "m"}, endpoint)  # the request's own JSON bytes + framing
+    assert input_token_bound({"model": "m", "input": [[1, 2, 3], [4, 5]]}, endpoint) == empty + 5
+    assert input_token_bound({"model": "m", "input": [7, 8, 9, 10]}, endpoint) == empty + 4
+    # text: the UTF-8 bytes of its JSON (',"input":["abcdef"]' is 19 bytes)
+    assert input_token_bound({"model": "m", "input": ["abcdef"]}, endpoint) == empty + 19
