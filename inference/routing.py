@@ -10,11 +10,14 @@ version. The result is memoized in `ctx.candidates`.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from byok.routing import declared_zdr_by_provider
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.policy_cache import PolicyCache
 from inference.models import Endpoint
@@ -239,8 +242,25 @@ def remember_session(ctx: Context, candidate: Candidate) -> None:
         _sticky.popitem(last=False)
 
 
-def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> list[Candidate]:
-    """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O)."""
+def _declared_variants(candidate: Candidate, declared_zdr: Mapping[str, frozenset[bool]] | None) -> list[Candidate]:
+    """The candidate as the organization's BYOK keys declare it (`declared_zdr` differing from the catalog's)."""
+    values = declared_zdr.get(candidate.provider_slug) if declared_zdr else None
+    if not values:
+        return []
+    return [replace(candidate, zdr=v, byok_declared_zdr=v) for v in sorted(values, reverse=True) if v != candidate.zdr]
+
+
+def select_candidates(
+    ctx: Context,
+    snapshot: dict[str, list[Candidate]],
+    declared_zdr: Mapping[str, frozenset[bool]] | None = None,
+) -> list[Candidate]:
+    """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O).
+
+    `declared_zdr` (provider slug -> the `declared_zdr` values of the organization's BYOK keys for it) adds,
+    before each endpoint of such a provider, the endpoint as those keys declare it: the filters (guardrail
+    ZDR, `provider.zdr`) then judge the declaration, and byok.routing tries that variant with those keys only.
+    """
     names = requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
@@ -253,13 +273,15 @@ def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> lis
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)
-            if candidate not in candidates:
-                candidates.append(candidate)
+            for variant in (*_declared_variants(candidate, declared_zdr), candidate):
+                if variant not in candidates:
+                    candidates.append(variant)
     return _order(ctx, _apply_filters(ctx, candidates), model_rank)
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:
     """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
     if ctx.candidates is None:
-        ctx.candidates = select_candidates(ctx, await catalog_snapshot(ctx))
+        snapshot = await catalog_snapshot(ctx)
+        ctx.candidates = select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx))
     return ctx.candidates
