@@ -9,6 +9,7 @@ version. The result is memoized in `ctx.candidates`.
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
@@ -102,6 +103,7 @@ def clear_caches() -> None:
     """Forget the catalog snapshot and sticky sessions (tests: the database was reset under the process)."""
     _catalog.clear()
     _sticky.clear()
+    _variants.clear()
 
 
 def requested_models(body: dict[str, Any]) -> list[str]:
@@ -242,12 +244,30 @@ def remember_session(ctx: Context, candidate: Candidate) -> None:
         _sticky.popitem(last=False)
 
 
-def _declared_variants(candidate: Candidate, declared_zdr: Mapping[str, frozenset[bool]] | None) -> list[Candidate]:
-    """The candidate as the organization's BYOK keys declare it (`declared_zdr` differing from the catalog's)."""
+_variants: dict[tuple[int, uuid.UUID, bool], Candidate] = {}
+_VARIANTS_MAX = 10_000
+
+
+def _declared_variants(
+    ctx: Context, candidate: Candidate, declared_zdr: Mapping[str, frozenset[bool]] | None
+) -> list[Candidate]:
+    """The candidate as the organization's BYOK keys declare it (`declared_zdr` differing from the catalog's),
+    built once per policy version and endpoint."""
     values = declared_zdr.get(candidate.provider_slug) if declared_zdr else None
     if not values:
         return []
-    return [replace(candidate, zdr=v, byok_declared_zdr=v) for v in sorted(values, reverse=True) if v != candidate.zdr]
+    variants = []
+    for value in sorted(values, reverse=True):
+        if value == candidate.zdr:
+            continue
+        key = (ctx.policy_version, candidate.endpoint_id, value)
+        variant = _variants.get(key)
+        if variant is None:
+            if len(_variants) >= _VARIANTS_MAX:
+                _variants.clear()
+            variant = _variants[key] = replace(candidate, zdr=value, byok_declared_zdr=value)
+        variants.append(variant)
+    return variants
 
 
 def select_candidates(
@@ -273,7 +293,7 @@ def select_candidates(
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)
-            for variant in (*_declared_variants(candidate, declared_zdr), candidate):
+            for variant in (*_declared_variants(ctx, candidate, declared_zdr), candidate):
                 if variant not in candidates:
                     candidates.append(variant)
     return _order(ctx, _apply_filters(ctx, candidates), model_rank)
