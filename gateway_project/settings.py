@@ -133,6 +133,10 @@ GATEWAY_PRIVATE_URL_ALLOWLIST = env.list("GATEWAY_PRIVATE_URL_ALLOWLIST", defaul
 # Request bodies larger than this get 413 before they are parsed.
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY_MAX_BODY_BYTES
+# Streamed answers: an SSE comment is written after this many seconds without a byte to the client (0: never).
+GATEWAY_SSE_KEEPALIVE_SECONDS = env.float("GATEWAY_SSE_KEEPALIVE_SECONDS", default=15.0)
+# Browser origins allowed to call the data plane (CORS); empty: none; "*": any.
+GATEWAY_CORS_ALLOWED_ORIGINS = [o.rstrip("/") for o in env.list("GATEWAY_CORS_ALLOWED_ORIGINS", default=[])]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["gateway_project.api.authentication.ApiKeyAuthentication"],
@@ -226,8 +230,12 @@ GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", def
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
-# Ingress hosts per data region: "europe=eu.example.com,us=us.example.com". Any other host is `global`.
-GATEWAY_REGION_HOSTS = env.dict("GATEWAY_REGION_HOSTS", default={})
+# The data region of this process (global, europe, us); a trusted proxy may set it per request with
+# GATEWAY_REGION_HEADER (guardrails/regions.py). The client's Host header never decides it.
+GATEWAY_REGION = env.str("GATEWAY_REGION", default="global")
+GATEWAY_REGION_HEADER = env.str("GATEWAY_REGION_HEADER", default="")
+GATEWAY_TRUSTED_PROXIES = env.list("GATEWAY_TRUSTED_PROXIES", default=[])
+GATEWAY_REGION_HOSTS_SET = bool(env.str("GATEWAY_REGION_HOSTS", default=""))  # retired: a startup check refuses it
 
 # Model vendors of the guardrail fields enforce_zdr_vendor_a..d (enforce_zdr_other covers every other vendor).
 GATEWAY_ZDR_VENDOR_A = env.str("GATEWAY_ZDR_VENDOR_A", default="openai")

@@ -15,24 +15,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import orjson
 from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
-from inference.accounting import compute_cost, estimate_usage
+from inference.accounting import estimate_usage
 from inference.credentials import credentials_for
+from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
-from inference.response import response_object, usage_object
 from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
-from inference.streaming import ResponseStream
 
 T = TypeVar("T")
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -115,24 +112,10 @@ def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
 
 async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
     result = await get_adapter(candidate.api_format).complete(call)
-    outcome = ctx.outcome
-    outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
-    cost = compute_cost(candidate, result.usage)
-    outcome.status, outcome.upstream_id, outcome.finish_reason = result.status, result.upstream_id, result.finish_reason
-    outcome.usage, outcome.cost, outcome.output = result.usage, cost, result.output
-    outcome.output_text = result.text
-    outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
     _settle(ctx, candidate, cred, "success")
-    payload = response_object(
-        ctx,
-        status=result.status,
-        output=result.output,
-        usage=usage_object(result.usage, cost, cred.is_byok),
-        incomplete_reason=result.incomplete_reason,
-        model=candidate.model_slug,
-    )
-    outcome.first_byte_sent = True
-    await responder.send_json(200, orjson.dumps(payload))
+    # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
+    payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
+    await responder.send_json(200, payload)
 
 
 def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -> None:
@@ -151,7 +134,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         event = await events.__anext__()  # a failure here can still fall back
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
-        writer = ResponseStream(ctx, responder, candidate, cred.is_byok)
+        writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
         ctx.extras["inference.stream"] = writer
         await writer.open(debug)
         try:
@@ -167,7 +150,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         await events.aclose()
 
 
-async def _fail_stream(ctx: Context, writer: ResponseStream, candidate: Candidate, error: ProviderError) -> None:
+async def _fail_stream(ctx: Context, writer: Any, candidate: Candidate, error: ProviderError) -> None:
     """A failure after the first byte: no fallback any more; `error` + `response.failed` end the stream."""
     status, error_type, _ = ERROR_MAPPING[error.kind]
     metadata = _meta(candidate, error_type, error.raw)
@@ -206,6 +189,7 @@ async def handle(ctx: Context) -> None:
     if plan is not None:
         from inference.servertools.loop import run_loop
 
+        ingress_of(ctx).check_server_tools(plan)
         await run_loop(ctx, responder, candidates, plan)
         return
     answer = _answer_stream if stream else _answer_json

@@ -151,6 +151,8 @@ class Context:
     outcome: Outcome = field(default_factory=Outcome)
     extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
+    client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
+    ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
 
     @property
     def stream(self) -> bool:
