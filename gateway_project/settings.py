@@ -171,6 +171,7 @@ SPECTACULAR_SETTINGS = {
 GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
+        "operations.measure.MetricsMiddleware",  # hands the Context to the /metrics observation (no work)
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
         "presets.middleware.PresetMiddleware",
@@ -211,6 +212,12 @@ GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", def
 
 # GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
 GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
+
+# GET /metrics (Prometheus): served to `Authorization: Bearer GATEWAY_METRICS_TOKEN` or to client addresses in
+# GATEWAY_METRICS_ALLOWED_CIDRS. Several worker processes: set PROMETHEUS_MULTIPROC_DIR (docs/operations.md).
+GATEWAY_METRICS_ENABLED = env.bool("GATEWAY_METRICS_ENABLED", default=True)  # false: data plane not measured
+GATEWAY_METRICS_TOKEN = env.str("GATEWAY_METRICS_TOKEN", default="")
+GATEWAY_METRICS_ALLOWED_CIDRS = env.list("GATEWAY_METRICS_ALLOWED_CIDRS", default=["127.0.0.1/32", "::1/128"])
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
