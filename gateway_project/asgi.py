@@ -32,15 +32,11 @@ from operations.static_files import StaticFiles  # noqa: E402
 
 # STATIC_URL (admin, Swagger UI, ReDoc assets) answered by WhiteNoise's index without entering Django.
 static_files = StaticFiles(fallback=django_asgi_app)
-# Every data-plane route is measured for /metrics (operations/measure.py), labelled by its pattern.
-data_plane_routes = (
-    [
-        re_path(route.pattern.regex.pattern, measured(route.callback, route_label(route.pattern.regex.pattern)))
-        for route in http_routes
-    ]
-    if settings.GATEWAY_METRICS_ENABLED
-    else http_routes
-)
+# Every data-plane route is measured for /metrics and audited when refused (operations/measure.py).
+data_plane_routes = [
+    re_path(route.pattern.regex.pattern, measured(route.callback, route_label(route.pattern.regex.pattern)))
+    for route in http_routes
+]
 
 application = ProtocolTypeRouter(
     {

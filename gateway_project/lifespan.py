@@ -27,8 +27,10 @@ def _in_progress() -> int:
     from budgets.settler import settler
     from inference.consumers import responses_consumer
     from inference.recorder import writer
+    from operations.measure import active
 
-    return responses_consumer.active + writer.in_flight() + settler.in_flight()
+    # `active`: requests whose answer is sent but whose after-response work (metrics, refusal audit) runs
+    return responses_consumer.active + writer.in_flight() + settler.in_flight() + active.count
 
 
 async def drain(timeout: float) -> int:

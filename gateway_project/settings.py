@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "scim",
     "budgets",
     "rankings",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -54,6 +55,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.recording.AuditContextMiddleware",  # management changes recorded with their actor (audit/)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -22,8 +22,8 @@ import time
 
 from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
 
 from gateway_project.api.errors import GatewayError
 from operations import metrics
@@ -83,7 +83,8 @@ class OutboxCollector:
 
     def collect(self):
         rows = GaugeMetricFamily(
-            "gateway_outbox_rows", "Observability outbox rows waiting for delivery (pending) or given up (dead)",
+            "gateway_outbox_rows",
+            "Observability outbox rows waiting for delivery (pending) or given up (dead)",
             labels=["status"],
         )
         age = GaugeMetricFamily(

@@ -114,7 +114,9 @@ def test_upstream_errors_and_fallbacks(gateway, org, upstream):
     recorded()
     after = scrape(gateway.url)
     assert delta(before, after, "gateway_upstream_errors_total", provider="p-broken") == 1
-    kinds = {dict(ls)["kind"] for (n, ls) in after if n == "gateway_upstream_errors_total" and ("provider", "p-broken") in ls}
+    kinds = {
+        dict(ls)["kind"] for (n, ls) in after if n == "gateway_upstream_errors_total" and ("provider", "p-broken") in ls
+    }
     assert kinds == {"server"}
     assert delta(before, after, "gateway_fallbacks_total", model="t/model", provider="p-broken") == 1
     assert delta(before, after, "gateway_requests_total", status="200", model="t/model", provider="p-good") == 1
@@ -186,3 +188,20 @@ def test_outbox_backlog_dead_rows_and_queue_depths(gateway, org):
     assert value(samples, "gateway_outbox_oldest_age_seconds", status="pending") >= 0
     for queue in ("database_thread", "accounting", "settlements"):
         assert ("gateway_database_queue_depth", (("queue", queue),)) in samples
+
+
+def test_grafana_dashboard_queries_exactly_the_exposed_metrics(gateway, org):
+    import json
+    import re
+    from pathlib import Path
+
+    with httpx.Client(base_url=f"{gateway.url}/api/v1", headers={"Authorization": f"Bearer {org.inference_key}"}) as c:
+        c.post("/responses", json={"model": "echo/echo-1", "input": "hi", "stream": True})
+    recorded()
+    text = httpx.get(f"{gateway.url}/metrics").text
+    exposed = {family.name for family in text_string_to_metric_families(text) if family.name.startswith("gateway_")}
+    dashboard = json.loads((Path(__file__).resolve().parents[2] / "deploy/grafana/model-gateway.json").read_text())
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    used = {re.sub(r"_(total|bucket|count|sum)$", "", name) for q in queries for name in re.findall(r"gateway_\w+", q)}
+    assert used == exposed, used ^ exposed
+    assert all(panel["datasource"]["uid"] == "${datasource}" for panel in dashboard["panels"])
