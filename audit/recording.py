@@ -23,7 +23,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils import timezone
 
 from audit.models import Action, AuditEvent, Source
-from audit.registry import AUDITED, Audited, is_secret
+from audit.registry import AUDITED, Audited
 
 _request: contextvars.ContextVar[Any] = contextvars.ContextVar("audit_request", default=None)
 MASK = "***"
@@ -102,7 +102,7 @@ def _changes(old: dict[str, Any] | None, new: dict[str, Any], spec: Audited) -> 
             continue
         if old is None and value in (None, "", [], {}):
             continue
-        if is_secret(name):
+        if spec.is_secret(name):
             changes[name] = {"old": MASK if before else None, "new": MASK if value else None}
         else:
             changes[name] = {"old": json_value(before), "new": json_value(value)}
@@ -129,7 +129,7 @@ def _record(instance, action: str, changes: dict[str, Any], spec: Audited, reque
         source=source_of(request.path),
         resource_type=spec.resource_type,
         resource_id=str(instance.pk),
-        resource_label=str(instance)[:255],
+        resource_label=spec.label(instance)[:255],
         action=action,
         changes=changes,
         request_id=request.headers.get("X-Request-Id", "")[:64],

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 SECRET_WORDS = ("password", "secret", "ciphertext", "private", "token")
 
@@ -11,6 +13,11 @@ SECRET_WORDS = ("password", "secret", "ciphertext", "private", "token")
 class Audited:
     resource_type: str
     ignored: frozenset[str] = field(default_factory=frozenset)  # bookkeeping fields whose change is no event
+    secret: frozenset[str] = field(default_factory=frozenset)  # masked besides the names is_secret recognizes
+    label: Callable[[Any], str] = str  # the record's resource_label
+
+    def is_secret(self, field_name: str) -> bool:
+        return field_name in self.secret or is_secret(field_name)
 
 
 TIMESTAMPS = frozenset({"created_at", "updated_at"})
@@ -27,7 +34,13 @@ AUDITED: dict[str, Audited] = {
     "presets.Preset": Audited("preset", TIMESTAMPS),
     "presets.PresetVersion": Audited("preset_version", TIMESTAMPS),
     "observability.Destination": Audited("observability_destination", TIMESTAMPS),
-    "byok.ProviderCredential": Audited("byok_credential", TIMESTAMPS | {"last_used_at"}),
+    # `label` is the key's masked form (sk-...abcd): not kept once the credential is deleted
+    "byok.ProviderCredential": Audited(
+        "byok_credential",
+        TIMESTAMPS | {"last_used_at"},
+        secret=frozenset({"label"}),
+        label=lambda credential: f"{credential.provider} {credential.name}",
+    ),
     "scim.ScimUser": Audited("scim_user", TIMESTAMPS),
     "scim.ScimGroup": Audited("scim_group", TIMESTAMPS),
     "scim.ScimGroupMember": Audited("scim_group_member", TIMESTAMPS),

@@ -160,7 +160,12 @@ SPECTACULAR_SETTINGS = {
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
     ],
-    "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
+    "ENUM_NAME_OVERRIDES": {
+        "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "AuditActionEnum": "audit.models.Action",
+        "GuardrailRuleActionEnum": "guardrails.validation.ACTIONS",
+        "AuditSourceEnum": "audit.models.Source",
+    },
     # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
