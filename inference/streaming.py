@@ -127,18 +127,29 @@ class ResponseStream:
     def _part_ref(self) -> dict[str, Any]:
         return {"item_id": self.message_id, "output_index": self.message_index, "content_index": 0}
 
-    def _close_message(self) -> None:
+    def _close_message(self, status: str = "completed") -> None:
+        """End the open message item; `incomplete` when the stream failed before the message was finished."""
         if self.message_id is None:
             return
         text = "".join(self.text_parts)
+        annotations = self._annotations(text)
+        for position, annotation in enumerate(annotations):
+            ref = {**self._part_ref(), "annotation_index": position, "annotation": annotation}
+            self.emit("response.output_text.annotation.added", ref)
         self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": []})
-        part = {"type": "output_text", "text": text, "annotations": []}
+        part = {"type": "output_text", "text": text, "annotations": annotations}
         self.emit("response.content_part.done", {**self._part_ref(), "part": part})
-        item = message_item(self.message_id, text)
+        item = message_item(self.message_id, text, status)
+        if annotations:
+            item["content"][0]["annotations"] = annotations
         self.items[self.message_index] = item
         self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
         self.message_id = None
         self.text_parts = []
+
+    def _annotations(self, text: str) -> list[dict[str, Any]]:
+        """Annotations of a finished text part: none here (the server-tool loop's writer adds url_citation)."""
+        return []
 
     def _function_call(self, event: FunctionCallDone) -> None:
         self._close_message()
@@ -190,8 +201,9 @@ class ResponseStream:
         await self.flush(more=False)
 
     async def fail(self, message: str, error_type: str, metadata: dict[str, Any] | None = None) -> None:
-        """An error after the first byte: `error` then `response.failed`, then [DONE]."""
-        self._close_message()
+        """An error after the first byte: `error` then `response.failed`, then [DONE]. A message cut by the
+        failure ends `incomplete`."""
+        self._close_message("incomplete")
         self.ctx.outcome.status = "failed"
         self.ctx.outcome.output = self.items
         payload: dict[str, Any] = {"code": error_type, "message": message, "param": None}

@@ -14,7 +14,12 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import Organization, OrgRole, User, Workspace
-from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F401  (fixtures)
+from tests.fakes.fixtures import (  # noqa: F401  (fixtures)
+    fake_upstream,
+    fake_upstream_server,
+    fake_web,
+    fake_web_server,
+)
 
 # A fixed Fernet key for BYOK and destination secrets in tests (never used outside the test suite), so the
 # suite runs the same on a fresh clone, whatever .env or the environment hold.
@@ -32,6 +37,15 @@ def _encryption_keys():
 
     with override_settings(GATEWAY_BYOK_ENCRYPTION_KEYS=[TEST_ENCRYPTION_KEY]):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _forget_failed_authentications():
+    """Every test client comes from 127.0.0.1: one test's unknown keys must not make the next one's 429."""
+    from accounts.auth_throttle import failed_authentications
+
+    failed_authentications.reset()
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)
