@@ -164,6 +164,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
+        "inference.embeddings.openapi.add_embeddings_operation",
     ],
     "ENUM_NAME_OVERRIDES": {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
