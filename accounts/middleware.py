@@ -4,18 +4,41 @@ from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
+from accounts.auth_throttle import failed_authentications
 from accounts.keys import hash_key
 from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_cache import PolicyCache, current_policy_version
 from inference.pipeline.context import Context
 
+# Known keys only: unknown ones go to their own, smaller cache, so a flood of random keys never evicts them.
 _principals = PolicyCache("principals")
+_unknown_keys = PolicyCache("unknown-keys", max_entries=10_000)
 _load_principal = sync_to_async(load_principal, thread_sensitive=True)
 
 
+async def _principal(version: int, key_hash: str, address: str):
+    """The key's principal (cached), or None when no such key exists; 429 for an address flooding unknown keys."""
+    principal = _principals.peek(version, key_hash)
+    if principal is not None:
+        return principal
+    if _unknown_keys.peek(version, key_hash) is None:
+        failed_authentications.check(address)  # before the database lookup
+        principal = await _principals.get(version, key_hash, lambda: _load_principal(key_hash), cache_none=False)
+        if principal is not None:
+            return principal
+        await _unknown_keys.get(version, key_hash, _unknown)
+    failed_authentications.record(address)
+    return None
+
+
+async def _unknown() -> bool:
+    return True
+
+
 class KeyAuthMiddleware:
-    """`Authorization: Bearer <key>` → ctx.principal (401 when missing, unknown, disabled or expired).
+    """`Authorization: Bearer <key>` → ctx.principal (401 when missing, unknown, disabled or expired; 429 for
+    an address that sent too many unknown keys, see accounts/auth_throttle.py).
 
     Also reads the policy version once for the whole request (ctx.policy_version); every later cached
     lookup of the request uses it.
@@ -28,7 +51,7 @@ class KeyAuthMiddleware:
         raw_key = raw_key_from_header(ctx.headers.get("authorization"))
         ctx.policy_version = await current_policy_version()
         key_hash = hash_key(raw_key)
-        principal = await _principals.get(ctx.policy_version, key_hash, lambda: _load_principal(key_hash))
+        principal = await _principal(ctx.policy_version, key_hash, ctx.client_address)
         if principal is None:
             raise GatewayError(401, INVALID_KEY)
         principal.check_usable()

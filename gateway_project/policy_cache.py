@@ -224,7 +224,15 @@ class PolicyCache:
         self._version: int | None = None
         self._entries: dict[Any, Any] = {}
 
-    async def get(self, version: int, key: Any, loader: Callable[[], Awaitable[Any]]) -> Any:
+    def peek(self, version: int, key: Any) -> Any:
+        """The cached value for `key` at `version`, or None (nothing is loaded)."""
+        if version != self._version:
+            return None
+        return self._entries.get(key)
+
+    async def get(
+        self, version: int, key: Any, loader: Callable[[], Awaitable[Any]], *, cache_none: bool = True
+    ) -> Any:
         if version != self._version:
             self._entries = {}
             self._version = version
@@ -233,6 +241,8 @@ class PolicyCache:
         except KeyError:
             pass
         value = await loader()
+        if value is None and not cache_none:
+            return value
         if self._version == version:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "byok",
     "scim",
     "budgets",
+    "ratelimits",
     "rankings",
 ]
 
@@ -161,6 +162,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
+        "inference.embeddings.openapi.add_embeddings_operation",
     ],
     "ENUM_NAME_OVERRIDES": {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
@@ -184,10 +186,20 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
         "guardrails.middleware.RegionMiddleware",
         "presets.middleware.PresetMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
+        "ratelimits.middleware.RateLimitMiddleware",
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
+
+# Rate limits (ratelimits/): the Redis holding the rate-limit windows (default REDIS_URL; empty without
+# REDIS_URL: the database holds them). Redis calls time out after this many milliseconds, and after a Redis failure a
+# process checks limits in the database for this many milliseconds before it tries Redis again.
+GATEWAY_RATE_LIMIT_REDIS_URL = env.str("GATEWAY_RATE_LIMIT_REDIS_URL", default=REDIS_URL)
+GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS", default=500)
+GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
+# Unknown bearer keys accepted per client address per minute (both planes) before that address gets 429.
+GATEWAY_AUTH_FAILURES_PER_MINUTE = env.int("GATEWAY_AUTH_FAILURES_PER_MINUTE", default=60)
 
 # Budgets: a request's spend hold is released after this many seconds if its process died before settling
 # it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint

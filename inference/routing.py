@@ -38,6 +38,7 @@ ROUTED_PARAMETERS = (
     "text",
 )
 STICKY_SESSIONS_MAX = 100_000
+EMBEDDINGS = "embeddings"  # the output modality of embedding models, and the ingress format of POST /embeddings
 # Sticky sessions, keyed by (organization id, session id): one organization's session ids never steer
 # another's routing. Session ids are at most 256 characters (the body's and the header's alike).
 _sticky: OrderedDict[tuple[Any, str], Any] = OrderedDict()
@@ -239,6 +240,14 @@ def remember_session(ctx: Context, candidate: Candidate) -> None:
         _sticky.popitem(last=False)
 
 
+def _wrong_kind(body: dict[str, Any], name: str, embeddings: bool) -> GatewayError:
+    """400: an embeddings model asked for text, or a text model asked for embeddings."""
+    field = "model" if body.get("model") == name else "models"
+    if embeddings:
+        return validation_error(field, f"'{name}' is not an embeddings model")
+    return validation_error(field, f"'{name}' is an embeddings model; use POST /api/v1/embeddings")
+
+
 def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> list[Candidate]:
     """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O)."""
     names = requested_models(ctx.body)
@@ -246,10 +255,13 @@ def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> lis
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
     model_rank: dict[str, int] = {}
+    embeddings = ctx.ingress_format == EMBEDDINGS
     for name in names:
         endpoints = snapshot.get(name)
         if endpoints is None:
             raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
+        if (EMBEDDINGS in endpoints[0].output_modalities) != embeddings:
+            raise _wrong_kind(ctx.body, name, embeddings)
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)

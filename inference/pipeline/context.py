@@ -132,6 +132,7 @@ class Context:
     host: str
     headers: dict[str, str]  # lower-case names
     raw_body: bytes
+    client_address: str = ""  # the ASGI client's host (behind a trusted proxy, uvicorn's --proxy-headers set it)
     body: dict[str, Any] = field(default_factory=dict)  # the validated Responses request; middlewares may rewrite it
     principal: Principal | None = None
     policy_version: int = 0

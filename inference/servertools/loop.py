@@ -41,7 +41,7 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
     state = initial_state(ctx.body, plan)
     base = upstream_body(ctx)
     budget = TurnBudget(ctx, candidates, ctx.body)
-    turns = StreamTurns(ctx, responder) if ctx.stream else JsonTurns(ctx, responder)
+    turns = StreamTurns(ctx, responder, state.sources) if ctx.stream else JsonTurns(ctx, responder)
     server_names = set(plan.server_tools)
     last: Turn | None = None
     try:

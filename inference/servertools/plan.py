@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway_project.api.errors import validation_error
+from inference.plugins.context import field_of
 from inference.plugins.registry import Plugin, enabled_plugins
 from inference.schema import MAX_TOOL_CALLS
 from inference.servertools.registry import PREFIX, ServerTool, is_server_tool, load
@@ -76,8 +77,8 @@ def prepare(ctx: Any) -> Plan | None:
     body = ctx.body
     tools = body.get("tools") or []
     plugins = enabled_plugins(body) if body.get("plugins") else []
-    for position, (plugin, obj) in enumerate(plugins):
-        plugin.ready(ctx, obj, f"plugins[{body['plugins'].index(obj) if obj in body['plugins'] else position}]")
+    for plugin, obj in plugins:
+        plugin.ready(ctx, obj, field_of(ctx, obj))
     server_tools = _server_tools(ctx, tools)
     from inference.servertools.replay import replay_input
 

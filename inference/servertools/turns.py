@@ -72,9 +72,10 @@ class JsonTurns:
 class StreamTurns:
     """Turns streamed to the client as they arrive, through one LoopStream opened by the first turn."""
 
-    def __init__(self, ctx: Context, responder: Any) -> None:
+    def __init__(self, ctx: Context, responder: Any, sources: dict[str, str]) -> None:
         self.ctx = ctx
         self.responder = responder
+        self.sources = sources  # url → title found so far (shared with the loop's state): citations
         self.writer: LoopStream | None = None
 
     async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
@@ -114,6 +115,7 @@ class StreamTurns:
         echo = (self.ctx.body.get("debug") or {}).get("echo_upstream_body")
         debug = handler._debug_body(adapter, call) if echo else None
         self.writer = LoopStream(self.ctx, self.responder, candidate, cred.is_byok)
+        self.writer.sources = self.sources
         self.ctx.extras["inference.stream"] = self.writer
         await self.writer.open(debug)
 
