@@ -21,6 +21,8 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 | model                     | behaviour                                                                      |
 |---------------------------|--------------------------------------------------------------------------------|
 | anything else             | the text answer                                                                |
+| `reasoning`               | the text answer after reasoning text "Thinking it over." in 2 pieces (Responses   |
+|                           | summary, Chat `reasoning`, Anthropic thinking block)                           |
 | `tool-call`               | a function call of the request's first tool (or `get_weather`), `{"city": "Paris"}` |
 | `length`                  | text answer, finish `length` / `max_tokens` / Responses `incomplete`           |
 | `content-filter`          | text answer, finish `content_filter` / `refusal`                               |
@@ -78,6 +80,7 @@ from tests.fakes import fake_formats as formats
 
 DEFAULT_PIECES = ["Hello", " from", " the", " fake", " upstream."]
 TOOL_ARGUMENT_PIECES = ['{"city":', ' "Paris"}']
+REASONING_PIECES = ["Thinking it ", "over."]
 OUTPUT_CAPS = ("max_output_tokens", "max_completion_tokens", "max_tokens")
 IMAGE_PARTS = frozenset({"input_image", "image_url", "image"})
 
@@ -326,7 +329,8 @@ class FakeUpstream:
                 tool_name=_first_tool_name(body), tool_arguments=list(TOOL_ARGUMENT_PIECES), finish="tool_calls"
             )
         else:
-            reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish)
+            reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
+            reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
         reply.omit_usage = self.omit_usage or "no-usage" in str(body.get("model", ""))
         if self.billing == "size":
             reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
