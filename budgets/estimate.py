@@ -114,6 +114,8 @@ def output_token_cap(body: dict[str, Any], candidate: Candidate) -> int:
     """At most this many output tokens (reasoning included) can be billed for the request on `candidate`: the
     request's `max_output_tokens` within the endpoint's cap; else the endpoint's cap; else
     `GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS` within the context length. The handler sends this cap upstream."""
+    if "embeddings" in candidate.output_modalities:
+        return 0  # an embeddings model produces no output tokens: it bills its input only
     caps = [cap for cap in (body.get("max_output_tokens"), candidate.max_output_tokens) if isinstance(cap, int)]
     if caps:
         return max(min(caps), 0)

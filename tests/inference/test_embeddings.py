@@ -259,3 +259,16 @@ def test_budget_hold_counts_token_ids():
     assert input_token_bound({"model": "m", "input": [7, 8, 9, 10]}, endpoint) == empty + 4
     # text: the UTF-8 bytes of its JSON (',"input":["abcdef"]' is 19 bytes)
     assert input_token_bound({"model": "m", "input": ["abcdef"]}, endpoint) == empty + 19
+
+
+def test_rate_limits_apply_and_hold_no_output_tokens(sdk, org, echo_embed):
+    # the hold is the input alone (an embeddings model has no output tokens), not input + context length
+    response = org.client().patch(
+        f"/api/v1/keys/{org.inference_hash}", {"requests_per_minute": 2, "tokens_per_minute": 100}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    first = sdk.embeddings.with_raw_response.create(model=echo_embed, input="a few words here")
+    assert first.headers["x-ratelimit-limit-requests"] == "2"
+    sdk.embeddings.create(model=echo_embed, input="again")
+    with pytest.raises(openai.RateLimitError):
+        sdk.embeddings.create(model=echo_embed, input="third")
