@@ -37,6 +37,7 @@ from inference.pricing import bound_cost, request_tier
 
 REQUEST_FRAMING_TOKENS = 64
 TOOLS_FRAMING_TOKENS = 1024
+EMBEDDING_FRAMING_TOKENS = 4  # per input of an embeddings request
 OUTPUT_FRAMING_TOKENS = 16  # an answer's own framing (end of turn, tool-call markers) when its output is counted
 # Without a context length in the catalog, the most input a provider could bill for an unbounded item.
 FALLBACK_CONTEXT_TOKENS = 1_000_000
@@ -63,6 +64,8 @@ class _Prompt:
     text_tokens: int
     media: tuple[tuple[str, int], ...]  # (catalog field of the per-item worst case, count)
     template: bool  # a stored prompt template whose text is not in the request
+    input: Any  # the request's `input` (an embeddings model bills it alone)
+    ids: int | None  # its token ids, when it is a token array
 
 
 def _walk_media(value: Any, counts: dict[str, int]) -> int:
@@ -78,6 +81,17 @@ def _walk_media(value: Any, counts: dict[str, int]) -> int:
     return 0
 
 
+def _embedding_tokens(value: Any, ids: int | None) -> int:
+    """An embeddings model bills its input alone: token ids exactly, text at its UTF-8 bytes, plus
+    `EMBEDDING_FRAMING_TOKENS` per input (the begin / end tokens of each sequence)."""
+    items = value if isinstance(value, list) else [value]
+    if ids is not None:
+        sequences = len(items) if isinstance(items[0], list) else 1
+        return ids + EMBEDDING_FRAMING_TOKENS * sequences
+    size = sum(len(item.encode()) if isinstance(item, str) else len(orjson.dumps(item)) for item in items)
+    return size + EMBEDDING_FRAMING_TOKENS * len(items)
+
+
 def _token_ids(value: Any) -> int | None:
     """The number of token ids of an /embeddings token-array input (counted exactly), else None."""
     if not isinstance(value, list) or not value or not isinstance(value[0], (int, list)):
@@ -87,7 +101,8 @@ def _token_ids(value: Any) -> int | None:
 
 def _prompt(body: dict[str, Any]) -> _Prompt:
     sent = {k: v for k, v in body.items() if k not in _NOT_SENT}
-    ids = _token_ids(sent.get("input"))
+    given = sent.get("input")
+    ids = _token_ids(given)
     if ids is not None:  # token ids are what the provider bills: exact, not bounded by their JSON digits
         sent.pop("input")
     data = orjson.dumps(sent)
@@ -96,11 +111,19 @@ def _prompt(body: dict[str, Any]) -> _Prompt:
     if any(marker in data for marker in _MEDIA_MARKERS):
         size -= _walk_media(sent, counts)
     framing = REQUEST_FRAMING_TOKENS + (TOOLS_FRAMING_TOKENS if body.get("tools") else 0)
-    return _Prompt(text_tokens=size + framing, media=tuple(counts.items()), template=bool(body.get("prompt")))
+    return _Prompt(
+        text_tokens=size + framing,
+        media=tuple(counts.items()),
+        template=bool(body.get("prompt")),
+        input=given,
+        ids=ids,
+    )
 
 
 def _input_bound(prompt: _Prompt, candidate: Candidate) -> int:
     context = candidate.context_length or FALLBACK_CONTEXT_TOKENS
+    if "embeddings" in candidate.output_modalities:
+        return min(_embedding_tokens(prompt.input, prompt.ids), context)
     if prompt.template:
         return context
     tokens = prompt.text_tokens

@@ -250,15 +250,17 @@ def test_catalog_loader_rules_for_embeddings_models():
 
 
 def test_budget_hold_counts_token_ids():
+    from dataclasses import replace
+
     from budgets.estimate import input_token_bound
     from tests.budgets.conftest import candidate
 
-    endpoint = candidate()
-    empty = input_token_bound({"model": "m"}, endpoint)  # the request's own JSON bytes + framing
-    assert input_token_bound({"model": "m", "input": [[1, 2, 3], [4, 5]]}, endpoint) == empty + 5
-    assert input_token_bound({"model": "m", "input": [7, 8, 9, 10]}, endpoint) == empty + 4
-    # text: the UTF-8 bytes of its JSON (',"input":["abcdef"]' is 19 bytes)
-    assert input_token_bound({"model": "m", "input": ["abcdef"]}, endpoint) == empty + 19
+    endpoint = replace(candidate(), output_modalities=("embeddings",))
+    # an embeddings model bills its input alone: token ids exactly, text at its UTF-8 bytes, + 4 per input
+    assert input_token_bound({"model": "m", "input": [[1, 2, 3], [4, 5]]}, endpoint) == 5 + 2 * 4
+    assert input_token_bound({"model": "m", "input": [7, 8, 9, 10]}, endpoint) == 4 + 4
+    assert input_token_bound({"model": "m", "input": ["abcdef", "é"]}, endpoint) == 6 + 2 + 2 * 4
+    assert input_token_bound({"model": "m", "input": "abc"}, endpoint) == 3 + 4
 
 
 def test_rate_limits_apply_and_hold_no_output_tokens(sdk, org, echo_embed):
