@@ -21,15 +21,23 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
     text that tokenizes worse than 3 bytes per token (see docs/budgets.md, "Guarantee").
     """
     size = 0
+    tokens = 0
     for name in PROMPT_FIELDS:
         value = body.get(name)
         if value is None:
+            continue
+        if name == "input" and isinstance(value, list) and value and isinstance(value[0], (int, list)):
+            tokens += _token_ids(value)  # /embeddings token arrays: counted, not estimated
             continue
         if isinstance(value, str):
             size += len(value.encode())
         else:
             size += len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-    return -(-size // BYTES_PER_TOKEN)
+    return tokens - (-size // BYTES_PER_TOKEN)
+
+
+def _token_ids(value: list) -> int:
+    return sum(len(item) if isinstance(item, list) else 1 for item in value)
 
 
 def output_token_cap(body: dict[str, Any], candidate: Candidate) -> int:
