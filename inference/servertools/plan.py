@@ -79,6 +79,9 @@ def prepare(ctx: Any) -> Plan | None:
     for plugin, obj in plugins:
         plugin.ready(ctx, obj, field_of(ctx, obj))
     server_tools = _server_tools(ctx, tools)
+    choice = body.get("tool_choice")
+    if is_server_tool(choice) and all(impl.kind != choice["type"] for impl, _ in server_tools.values()):
+        raise validation_error("tool_choice.type", f"names {choice['type']}, which is not among the request's tools")
     replay_input(body, server_tools)
     if not plugins and not server_tools:
         return None

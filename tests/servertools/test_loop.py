@@ -242,3 +242,15 @@ def test_turn_cut_mid_stream_is_charged_its_estimate(agent, agent_catalog, searx
     assert row.status == "failed" and row.output_tokens == (len(streamed) + 3) // 4 > 0 and row.cost > 0
     stage = next(s for s in row.pipeline if s["type"] == "server_tools")
     assert stage["data"]["turns"] == 1
+
+
+def test_tool_choice_naming_a_server_tool_forces_its_function(agent, agent_catalog, searxng):
+    agent_catalog.script = [*searches(1), text("Done.")]
+    response = ask(agent, tool_choice={"type": "service:web_search"}, max_tool_calls=1)
+    assert response.status_code == 200, response.text
+    assert tool_choices(agent_catalog) == [{"type": "function", "name": "web_search"}, "none"]
+
+
+def test_tool_choice_naming_an_absent_server_tool_is_400(agent, agent_catalog, searxng):
+    response = ask(agent, tools=[WEATHER], tool_choice={"type": "service:web_search"})
+    assert response.status_code == 400 and response.json()["error"]["metadata"]["field"] == "tool_choice.type"
