@@ -57,19 +57,20 @@ def parse_response(data: Any) -> CanonicalResult:
     content = data.get("content")
     if not isinstance(content, list):
         raise malformed("Messages body (no content)", raw=data)
-    texts, calls, thinking = [], [], []
+    texts, calls, thinking, signature = [], [], [], ""
     for block in content:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "thinking":
             thinking.append(str(block.get("thinking", "")))
+            signature = str(block.get("signature") or "")
         elif block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input") or {})
             calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
     finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
-    output = build_output("".join(texts), calls, reasoning="".join(thinking))
+    output = build_output("".join(texts), calls, reasoning="".join(thinking), signature=signature)
     return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
 
 
@@ -81,6 +82,7 @@ class MessagesStreamParser:
         self.usage: dict[str, Any] = {}  # Anthropic usage fields; message_delta repeats and updates some
         self.text: list[str] = []
         self.thinking: list[str] = []
+        self.signature = ""
         self.blocks: dict[int, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.stop_reason: str | None = None
@@ -131,6 +133,9 @@ class MessagesStreamParser:
             text = str(delta.get("thinking", ""))
             self.thinking.append(text)
             return [ReasoningDelta(text)] if text else []
+        if delta.get("type") == "signature_delta":
+            self.signature = str(delta.get("signature") or "")
+            return [ReasoningDelta("", self.signature)] if self.signature else []
         if delta.get("type") == "input_json_delta":
             block = self.blocks.get(as_int(event.get("index")))
             if block is not None:
@@ -150,5 +155,7 @@ class MessagesStreamParser:
         if not self.stopped and self.stop_reason is None:
             raise malformed("stream: it ended before message_stop")
         finish = STOP_REASONS.get(self.stop_reason, "stop")
-        output = build_output("".join(self.text), self.calls, reasoning="".join(self.thinking))
+        output = build_output(
+            "".join(self.text), self.calls, reasoning="".join(self.thinking), signature=self.signature
+        )
         return make_result(self.upstream_id, output, parse_usage(self.usage), finish)
