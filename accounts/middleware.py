@@ -7,11 +7,29 @@ from asgiref.sync import sync_to_async
 from accounts.keys import hash_key
 from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
 from gateway_project.api.errors import GatewayError
-from gateway_project.policy_cache import PolicyCache, current_policy_version
+from gateway_project.policy_cache import KEYS, PolicyCache, current_policy_version
 from inference.pipeline.context import Context
 
+# Known keys, each dropped when its organization changes; unknown keys (negative answers) apart, bounded,
+# oldest first out, and dropped when any key is created or changed: random bearer tokens never push a
+# known key out, nor make the cache flush itself whole.
 _principals = PolicyCache("principals")
+_unknown_keys = PolicyCache("unknown-keys", max_entries=10_000)
 _load_principal = sync_to_async(load_principal, thread_sensitive=True)
+
+
+async def principal_for(version: int, key_hash: str):
+    """The principal of `key_hash`, or None for an unknown key (both cached per policy version)."""
+    if _unknown_keys.contains(version, key_hash):
+        return None
+    drops = _unknown_keys.drops
+    principal = await _principals.get(
+        version, key_hash, lambda: _load_principal(key_hash), scope=lambda p: p.organization_id if p else KEYS
+    )
+    if principal is None:
+        _principals.forget(key_hash)
+        _unknown_keys.put(version, key_hash, None, KEYS, drops)
+    return principal
 
 
 class KeyAuthMiddleware:
@@ -28,7 +46,7 @@ class KeyAuthMiddleware:
         raw_key = raw_key_from_header(ctx.headers.get("authorization"))
         ctx.policy_version = await current_policy_version()
         key_hash = hash_key(raw_key)
-        principal = await _principals.get(ctx.policy_version, key_hash, lambda: _load_principal(key_hash))
+        principal = await principal_for(ctx.policy_version, key_hash)
         if principal is None:
             raise GatewayError(401, INVALID_KEY)
         principal.check_usable()

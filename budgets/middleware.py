@@ -58,7 +58,12 @@ async def applicable_limits(ctx: Context) -> list[SpendLimit]:
     principal = ctx.principal
     workspace_id = principal.workspace_id
     limits = list(
-        await _workspace_limits.get(ctx.policy_version, workspace_id, lambda: _load_workspace_limits(workspace_id))
+        await _workspace_limits.get(
+            ctx.policy_version,
+            workspace_id,
+            lambda: _load_workspace_limits(workspace_id),
+            scope=principal.organization_id,
+        )
     )
     key_limit = key_spend_limit(principal)
     if key_limit is not None:

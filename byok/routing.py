@@ -33,7 +33,7 @@ async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:
     async def load():
         return await _load_entries(organization_id=organization_id)
 
-    by_provider = await _entries_cache.get(ctx.policy_version, organization_id, load)
+    by_provider = await _entries_cache.get(ctx.policy_version, organization_id, load, scope=organization_id)
     return by_provider.get(provider, ())
 
 
@@ -45,7 +45,9 @@ async def _plaintext(ctx: Context, entry: CredentialEntry) -> str | None:
             logger.error("BYOK credential %s cannot be decrypted with the configured keys; skipped", entry.id)
             return None
 
-    return await _plaintext_cache.get(ctx.policy_version, (entry.id, entry.ciphertext), decrypt)
+    return await _plaintext_cache.get(
+        ctx.policy_version, (entry.id, entry.ciphertext), decrypt, scope=ctx.principal.organization_id
+    )
 
 
 async def _compute(ctx: Context, candidate: Candidate) -> tuple[Credential, ...]:
@@ -80,7 +82,7 @@ async def usable_credentials(ctx: Context, candidate: Candidate) -> list[Credent
     async def compute():
         return await _compute(ctx, candidate)
 
-    return list(await _usable_cache.get(ctx.policy_version, key, compute))
+    return list(await _usable_cache.get(ctx.policy_version, key, compute, scope=ctx.principal.organization_id))
 
 
 def clear_caches() -> None:

@@ -200,8 +200,13 @@ GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYT
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
-# Without Redis: how old the policy version may get before a request reads it again (gateway_project/policy_cache.py).
+# Without Redis, or while Redis cannot be reached: how old the policy version rows may get before a request
+# reads them again (gateway_project/policy_versions.py).
 GATEWAY_POLICY_REFRESH_MS = env.int("GATEWAY_POLICY_REFRESH_MS", default=250)
+# With Redis: how often the rows are read anyway, in case a push was lost (gateway_project/policy_versions.py).
+GATEWAY_POLICY_RECHECK_MS = env.int("GATEWAY_POLICY_RECHECK_MS", default=5000)
+# Connect and read timeout of the gateway's own Redis clients (policy pushes, rankings counters).
+GATEWAY_REDIS_TIMEOUT_SECONDS = env.float("GATEWAY_REDIS_TIMEOUT_SECONDS", default=1.0)
 # Seconds a batch of Generation rows is retried while the database is unreachable (restart, failover).
 GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS", default=60.0)
 

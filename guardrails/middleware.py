@@ -42,6 +42,7 @@ async def policy_for(ctx: Context) -> EffectivePolicy:
         ctx.policy_version,
         principal.key_id,
         lambda: _load_policy(principal.key_id, principal.workspace_id, principal.user_id),
+        scope=principal.organization_id,
     )
     ctx.guardrail_policy = policy
     return policy

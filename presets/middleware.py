@@ -46,7 +46,10 @@ async def load_preset(ctx: Context, slug: str) -> PresetSnapshot:
     """The usable preset `slug` of the caller's organization: 404 when unknown, 400 when not active."""
     organization_id = ctx.principal.organization_id
     snapshot = await _presets.get(
-        ctx.policy_version, (organization_id, slug), lambda: _load_snapshot(organization_id, slug)
+        ctx.policy_version,
+        (organization_id, slug),
+        lambda: _load_snapshot(organization_id, slug),
+        scope=organization_id,
     )
     if snapshot is None:
         raise GatewayError(404, f"Preset '{slug}' not found")
