@@ -91,8 +91,8 @@ class PolicyCache:
         name = scope_name(scope)
         with self._lock:
             if version != self._version:
-                if drops is not None and self._version is not None:  # loaded under a version since moved
-                    return
+                if drops is not None and self._version is not None and version < self._version:
+                    return  # loaded under a version that has moved on since
                 self._entries, self._scopes, self._version = {}, {}, version
             if drops is not None and drops != self._drops:
                 return
