@@ -102,11 +102,32 @@ class Workspace(RateLimitedModel, TimestampedModel):
     slug = models.SlugField(max_length=100)
     description = models.TextField(null=True, blank=True)
     include_byok_in_budgets = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        "accounts.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The user behind the management key that created the workspace (the key's creator), if any",
+    )
+    is_observability_broadcast_enabled = models.BooleanField(
+        default=True, help_text="Off: no trace of this workspace's generations goes to any destination"
+    )
+    is_observability_io_logging_enabled = models.BooleanField(
+        default=True, help_text="Off: destinations get traces without input and output (as with privacy mode)"
+    )
+    io_logging_sampling_rate = models.FloatField(
+        default=1.0, help_text="Share of generations (0.0001..1) whose input and output destinations receive"
+    )
 
     class Meta:
         ordering = ["created_at"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "slug"], name="workspace_slug_unique_per_org"),
+            models.CheckConstraint(
+                condition=models.Q(io_logging_sampling_rate__gte=0.0001) & models.Q(io_logging_sampling_rate__lte=1),
+                name="workspace_io_logging_sampling_rate_range",
+            ),
             *rate_limit_constraints("workspace"),
         ]
 

@@ -43,6 +43,9 @@ class ApiKeySerializer(GatewayModelSerializer):
     byok_usage_daily = serializers.SerializerMethodField()
     byok_usage_weekly = serializers.SerializerMethodField()
     byok_usage_monthly = serializers.SerializerMethodField()
+    external_user = serializers.SerializerMethodField(
+        help_text="Always null: keys carry no partner end-user identity here (POST /keys refuses `external`)"
+    )
 
     class Meta:
         model = ApiKey
@@ -61,11 +64,15 @@ class ApiKeySerializer(GatewayModelSerializer):
             "requests_per_minute",
             "tokens_per_minute",
             *USAGE_FIELDS,
+            "external_user",
             "expires_at",
             "last_used_at",
             "created_at",
             "updated_at",
         ]
+
+    def get_external_user(self, obj: ApiKey) -> str | None:
+        return None
 
     def _usage(self, obj: ApiKey) -> dict:
         return self.context["usage"][obj.hash]
@@ -131,8 +138,34 @@ class ApiKeyCreatedSerializer(serializers.Serializer):
     key = serializers.CharField(read_only=True)
 
 
+# Members of the public router API's workspace we answer with a constant (docs/sdk.md says why) and refuse
+# on writes unless the body sends that same constant.
+WORKSPACE_CONSTANTS = {
+    "default_text_model": None,
+    "default_image_model": None,
+    "default_provider_sort": None,
+    "io_logging_api_key_ids": None,
+    "is_data_discount_logging_enabled": False,
+    "disabled_server_tools": None,
+}
+WORKSPACE_CONSTANT_REASONS = {
+    "default_text_model": "not supported: a request without a model is a 400, there is no workspace default",
+    "default_image_model": "not supported: a request without a model is a 400, there is no workspace default",
+    "default_provider_sort": "not supported: routing sorts by price unless the request's provider.sort says",
+    "io_logging_api_key_ids": "only null (every key): keys are named by their hash here, not by an integer id",
+    "is_data_discount_logging_enabled": "only false: there is no data-discount program here",
+    "disabled_server_tools": "not supported: server tools are allowed or refused per request, not per workspace",
+}
+
+
 class WorkspaceSerializer(GatewayModelSerializer):
     default_guardrail_id = serializers.UUIDField(read_only=True)
+    created_by = serializers.UUIDField(source="created_by_id", read_only=True, allow_null=True)
+    default_text_model = serializers.SerializerMethodField()
+    default_image_model = serializers.SerializerMethodField()
+    default_provider_sort = serializers.SerializerMethodField()
+    io_logging_api_key_ids = serializers.SerializerMethodField()
+    is_data_discount_logging_enabled = serializers.SerializerMethodField()
 
     class Meta:
         model = Workspace
@@ -144,20 +177,60 @@ class WorkspaceSerializer(GatewayModelSerializer):
             "default_guardrail_id",
             "requests_per_minute",
             "tokens_per_minute",
+            "include_byok_in_budgets",
+            "is_observability_broadcast_enabled",
+            "is_observability_io_logging_enabled",
+            "io_logging_sampling_rate",
+            "io_logging_api_key_ids",
+            "is_data_discount_logging_enabled",
+            "default_text_model",
+            "default_image_model",
+            "default_provider_sort",
+            "created_by",
             "created_at",
             "updated_at",
         ]
 
+    def get_default_text_model(self, obj) -> str | None:
+        return WORKSPACE_CONSTANTS["default_text_model"]
+
+    def get_default_image_model(self, obj) -> str | None:
+        return WORKSPACE_CONSTANTS["default_image_model"]
+
+    def get_default_provider_sort(self, obj) -> str | None:
+        return WORKSPACE_CONSTANTS["default_provider_sort"]
+
+    def get_io_logging_api_key_ids(self, obj) -> list[int] | None:
+        return WORKSPACE_CONSTANTS["io_logging_api_key_ids"]
+
+    def get_is_data_discount_logging_enabled(self, obj) -> bool:
+        return WORKSPACE_CONSTANTS["is_data_discount_logging_enabled"]
+
 
 class WorkspaceWriteSerializer(_RateLimitWriteFields):
-    """POST /workspaces (name required) and PATCH /workspaces/{id} (all optional)."""
+    """POST /workspaces (name required) and PATCH /workspaces/{id} (all optional).
+
+    The public API's members we answer with a constant are accepted only with that constant's value.
+    """
 
     name = serializers.CharField(min_length=1, max_length=200)
     slug = serializers.SlugField(min_length=1, max_length=100, required=False)
     description = serializers.CharField(max_length=1000, required=False, allow_null=True, allow_blank=True)
+    is_observability_broadcast_enabled = serializers.BooleanField(required=False)
+    is_observability_io_logging_enabled = serializers.BooleanField(required=False)
+    io_logging_sampling_rate = serializers.FloatField(min_value=0.0001, max_value=1, required=False)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            for name, reason in WORKSPACE_CONSTANT_REASONS.items():
+                if name in data and (name not in WORKSPACE_CONSTANTS or data[name] != WORKSPACE_CONSTANTS[name]):
+                    raise serializers.ValidationError({name: [reason]})
+            data = {k: v for k, v in data.items() if k not in WORKSPACE_CONSTANTS}
+        return super().to_internal_value(data)
 
 
 class WorkspaceMemberSerializer(GatewayModelSerializer):
+    id = serializers.CharField(read_only=True, help_text="The membership's id")
     user_id = serializers.UUIDField(read_only=True)
     workspace_id = serializers.UUIDField(read_only=True)
     username = serializers.CharField(source="user.username", read_only=True)
@@ -165,7 +238,7 @@ class WorkspaceMemberSerializer(GatewayModelSerializer):
 
     class Meta:
         model = WorkspaceMember
-        fields = ["user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
+        fields = ["id", "user_id", "workspace_id", "username", "email", "role", "created_at", "updated_at"]
 
 
 class WorkspaceMembersChangeSerializer(StrictSerializer):
@@ -173,6 +246,40 @@ class WorkspaceMembersChangeSerializer(StrictSerializer):
 
     user_ids = serializers.ListField(child=serializers.CharField(), min_length=1, max_length=100)
     role = serializers.ChoiceField(choices=WorkspaceRole.choices, required=False, default=WorkspaceRole.MEMBER)
+
+
+class MembersAddedSerializer(serializers.Serializer):
+    """200 of POST /workspaces/{id}/members/add: our count and the public API's (`added_count` + `data`)."""
+
+    assigned_count = serializers.IntegerField(read_only=True)
+    added_count = serializers.IntegerField(read_only=True, help_text="Equals assigned_count")
+    data = WorkspaceMemberSerializer(many=True, read_only=True)
+
+
+class MembersRemovedSerializer(serializers.Serializer):
+    """200 of POST /workspaces/{id}/members/remove: our count and the public API's."""
+
+    unassigned_count = serializers.IntegerField(read_only=True)
+    removed_count = serializers.IntegerField(read_only=True, help_text="Equals unassigned_count")
+
+
+class OrganizationMemberSerializer(GatewayModelSerializer):
+    """A user of the organization as GET /organization/members lists it."""
+
+    id = serializers.CharField(read_only=True)
+    first_name = serializers.SerializerMethodField()
+    last_name = serializers.SerializerMethodField()
+    role = serializers.CharField(source="org_role", read_only=True)
+
+    class Meta:
+        model = User
+        fields = ["id", "email", "first_name", "last_name", "role"]
+
+    def get_first_name(self, obj: User) -> str | None:
+        return obj.first_name or None
+
+    def get_last_name(self, obj: User) -> str | None:
+        return obj.last_name or None
 
 
 class UserSerializer(GatewayModelSerializer):

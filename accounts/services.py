@@ -71,6 +71,14 @@ def _unique_slug(organization: Organization, base: str) -> str:
     return slug
 
 
+# Workspace switches that observability honours (observability.selectors reads them with the destinations).
+WORKSPACE_SETTING_FIELDS = (
+    "is_observability_broadcast_enabled",
+    "is_observability_io_logging_enabled",
+    "io_logging_sampling_rate",
+)
+
+
 def workspace_create(
     *,
     organization: Organization,
@@ -79,8 +87,13 @@ def workspace_create(
     description: str | None = None,
     requests_per_minute: int | None = None,
     tokens_per_minute: int | None = None,
+    created_by: User | None = None,
+    settings: dict | None = None,
 ) -> Workspace:
-    """Create a workspace; without `slug` one is derived from the name. A taken slug → 409."""
+    """Create a workspace; without `slug` one is derived from the name. A taken slug → 409.
+
+    `settings` holds the observability switches (WORKSPACE_SETTING_FIELDS) the body sent.
+    """
     if slug is None:
         slug = _unique_slug(organization, name)
     elif Workspace.objects.filter(organization=organization, slug=slug).exists():
@@ -94,18 +107,20 @@ def workspace_create(
                 description=description,
                 requests_per_minute=requests_per_minute,
                 tokens_per_minute=tokens_per_minute,
+                created_by=created_by,
+                **{k: v for k, v in (settings or {}).items() if k in WORKSPACE_SETTING_FIELDS},
             )
     except IntegrityError as exc:
         raise GatewayError(409, f"slug: a workspace with slug '{slug}' already exists") from exc
 
 
 def workspace_update(*, workspace: Workspace, data: dict) -> Workspace:
-    """Change the fields present in `data` (name, slug, description, per-minute rate limits)."""
+    """Change the fields present in `data` (name, slug, description, per-minute rate limits, settings)."""
     slug = data.get("slug")
     if slug is not None and slug != workspace.slug:
         if Workspace.objects.filter(organization_id=workspace.organization_id, slug=slug).exists():
             raise GatewayError(409, f"slug: a workspace with slug '{slug}' already exists")
-    for field in ("name", "slug", "description", *RATE_LIMIT_FIELDS):
+    for field in ("name", "slug", "description", *RATE_LIMIT_FIELDS, *WORKSPACE_SETTING_FIELDS):
         if field in data:
             setattr(workspace, field, data[field])
     workspace.save()
@@ -122,12 +137,15 @@ def workspace_delete(*, workspace: Workspace) -> None:
 
 
 @transaction.atomic
-def workspace_members_add(*, workspace: Workspace, user_ids: list, role: str = WorkspaceRole.MEMBER) -> int:
-    """Add users of the organization to a workspace (or change their role). Returns how many were assigned."""
+def workspace_members_add(
+    *, workspace: Workspace, user_ids: list, role: str = WorkspaceRole.MEMBER
+) -> list[WorkspaceMember]:
+    """Add users of the organization to a workspace (or change their role). Returns the memberships assigned."""
     users = organization_users(organization_id=workspace.organization_id, user_ids=user_ids, field="user_ids")
-    for user in users:
-        WorkspaceMember.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})
-    return len(users)
+    return [
+        WorkspaceMember.objects.update_or_create(workspace=workspace, user=user, defaults={"role": role})[0]
+        for user in users
+    ]
 
 
 @transaction.atomic

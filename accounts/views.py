@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import services
+from accounts.current_key import CurrentKeySerializer
 from accounts.models import ApiKey, Organization, User, Workspace, WorkspaceMember
 from accounts.selectors import usage_by_key, workspace_get
 from accounts.serializers import (
@@ -15,6 +16,9 @@ from accounts.serializers import (
     ApiKeyCreateSerializer,
     ApiKeySerializer,
     ApiKeyUpdateSerializer,
+    MembersAddedSerializer,
+    MembersRemovedSerializer,
+    OrganizationMemberSerializer,
     WorkspaceMembersChangeSerializer,
     WorkspaceMemberSerializer,
     WorkspaceSerializer,
@@ -23,14 +27,13 @@ from accounts.serializers import (
 from gateway_project.api.errors import validation_error
 from gateway_project.api.permissions import IsAnyKey
 from gateway_project.api.serializers import (
-    AssignedCountSerializer,
     DeletedSerializer,
-    UnassignedCountSerializer,
     data_envelope,
 )
 from gateway_project.api.viewsets import OrganizationViewSet
 
 ApiKeyData = data_envelope(ApiKeySerializer, "ApiKeyData")
+CurrentKeyData = data_envelope(CurrentKeySerializer, "CurrentKeyData")
 WorkspaceData = data_envelope(WorkspaceSerializer, "WorkspaceData")
 
 
@@ -43,10 +46,10 @@ class CurrentKeyView(APIView):
 
     permission_classes = [IsAnyKey]
 
-    @extend_schema(responses={200: ApiKeyData}, operation_id="key_current")
+    @extend_schema(responses={200: CurrentKeyData}, operation_id="key_current")
     def get(self, request):
-        key = ApiKey.objects.get(pk=request.user.key_id)
-        return Response({"data": ApiKeySerializer(key, context=_key_context([key])).data})
+        key = ApiKey.objects.select_related("workspace").get(pk=request.user.key_id)
+        return Response({"data": CurrentKeySerializer(key, context=_key_context([key])).data})
 
 
 class ApiKeyViewSet(OrganizationViewSet):
@@ -143,6 +146,8 @@ class WorkspaceViewSet(OrganizationViewSet):
             description=data.get("description"),
             requests_per_minute=data.get("requests_per_minute"),
             tokens_per_minute=data.get("tokens_per_minute"),
+            created_by=self._creator(),
+            settings=data,
         )
         return self.data_response(WorkspaceSerializer(workspace).data, created=True)
 
@@ -168,18 +173,38 @@ class WorkspaceViewSet(OrganizationViewSet):
         queryset = WorkspaceMember.objects.filter(workspace=workspace).select_related("user")
         return self.list_response(queryset, WorkspaceMemberSerializer)
 
-    @extend_schema(request=WorkspaceMembersChangeSerializer, responses={200: AssignedCountSerializer})
+    @extend_schema(request=WorkspaceMembersChangeSerializer, responses={200: MembersAddedSerializer})
     @action(detail=True, methods=["post"], url_path="members/add")
     def members_add(self, request, pk=None):
         data = self.validated(WorkspaceMembersChangeSerializer)
-        count = services.workspace_members_add(
+        members = services.workspace_members_add(
             workspace=self.get_object(), user_ids=data["user_ids"], role=data["role"]
         )
-        return Response({"assigned_count": count})
+        count = len(members)
+        return Response(
+            {"assigned_count": count, "added_count": count, "data": WorkspaceMemberSerializer(members, many=True).data}
+        )
 
-    @extend_schema(request=WorkspaceMembersChangeSerializer, responses={200: UnassignedCountSerializer})
+    @extend_schema(request=WorkspaceMembersChangeSerializer, responses={200: MembersRemovedSerializer})
     @action(detail=True, methods=["post"], url_path="members/remove")
     def members_remove(self, request, pk=None):
         data = self.validated(WorkspaceMembersChangeSerializer)
         count = services.workspace_members_remove(workspace=self.get_object(), user_ids=data["user_ids"])
-        return Response({"unassigned_count": count})
+        return Response({"unassigned_count": count, "removed_count": count})
+
+    def _creator(self) -> User | None:
+        """The user behind the calling management key (its creator), recorded as the workspace's `created_by`."""
+        user_id = self.principal.user_id
+        return None if user_id is None else User.objects.filter(pk=user_id).first()
+
+
+class OrganizationMemberViewSet(OrganizationViewSet):
+    """GET /organization/members: the users of the organization (offset, limit)."""
+
+    queryset = User.objects.order_by("date_joined", "id")
+    serializer_class = OrganizationMemberSerializer
+    organization_field = "organization_id"
+
+    @extend_schema(responses={200: OrganizationMemberSerializer(many=True)}, operation_id="organization_members_list")
+    def list(self, request):
+        return self.list_response(self.get_queryset())

@@ -262,3 +262,15 @@ def reservations_reap(*, now: datetime, batch: int = 500) -> int:
                     sql.apply(cursor, counter_id=counter_id, release=amount, cost=0, cost_column="spent_units")
                 released += 1
     return released
+
+
+def recorded_spend_units(limit: SpendLimit, now: datetime) -> int:
+    """Spend that enforcement counts against `limit` in its current window (BYOK spend only if it counts)."""
+    key = counter_key(limit, now)
+    row = (
+        SpendCounter.objects.filter(scope=key[0], scope_id=key[1], interval=key[2], period_start=key[3])
+        .values_list("spent_units", "byok_spent_units")
+        .first()
+    )
+    platform, byok = row if row is not None else _initial_spend(key)
+    return platform + (byok if limit.include_byok else 0)

@@ -154,6 +154,8 @@ class BudgetMiddleware:
         cost = outcome.cost
         if not cost and outcome.candidate is not None:  # cut short before the handler priced it: as accounting does
             cost = compute_cost(outcome.candidate, outcome.usage)
+        # The server-tool loop settles its later turns itself (inference/servertools/budget.py): not twice.
+        cost -= ctx.extras.get("budgets.settled_by_turns_usd", 0)
         cost = cost if cost and cost > 0 else 0
         settlement = Settlement(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
         # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second

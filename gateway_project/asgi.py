@@ -25,6 +25,7 @@ from django.urls import re_path  # noqa: E402
 
 from gateway_project.lifespan import lifespan  # noqa: E402
 from inference.asgi_routes import http_routes  # noqa: E402
+from operations.health import health_app  # noqa: E402
 from operations.static_files import StaticFiles  # noqa: E402
 
 # STATIC_URL (admin, Swagger UI, ReDoc assets) answered by WhiteNoise's index without entering Django.
@@ -35,6 +36,7 @@ application = ProtocolTypeRouter(
         "http": URLRouter(
             [
                 *http_routes,
+                re_path(r"^health/(live|ready)/?$", health_app),
                 re_path("^" + settings.STATIC_URL.strip("/") + "/", static_files),
                 re_path(r"", django_asgi_app),
             ]

@@ -43,10 +43,12 @@ async def close_clients() -> None:
     from gateway_project import db_thread
     from inference import recorder
     from inference.providers.http import close_session
+    from operations.health import health_thread
 
     await close_session()
     await asyncio.to_thread(recorder.shutdown)
     await asyncio.to_thread(db_thread.shutdown)
+    await asyncio.to_thread(health_thread.shutdown)
 
 
 async def lifespan(scope, receive, send) -> None:

@@ -133,6 +133,10 @@ GATEWAY_PRIVATE_URL_ALLOWLIST = env.list("GATEWAY_PRIVATE_URL_ALLOWLIST", defaul
 # Request bodies larger than this get 413 before they are parsed.
 GATEWAY_MAX_BODY_BYTES = env.int("GATEWAY_MAX_BODY_BYTES", default=25 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY_MAX_BODY_BYTES
+# Streamed answers: an SSE comment is written after this many seconds without a byte to the client (0: never).
+GATEWAY_SSE_KEEPALIVE_SECONDS = env.float("GATEWAY_SSE_KEEPALIVE_SECONDS", default=15.0)
+# Browser origins allowed to call the data plane (CORS); empty: none; "*": any.
+GATEWAY_CORS_ALLOWED_ORIGINS = [o.rstrip("/") for o in env.list("GATEWAY_CORS_ALLOWED_ORIGINS", default=[])]
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["gateway_project.api.authentication.ApiKeyAuthentication"],
@@ -158,7 +162,12 @@ SPECTACULAR_SETTINGS = {
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
     ],
-    "ENUM_NAME_OVERRIDES": {"ResetIntervalEnum": "guardrails.models.ResetInterval"},
+    "ENUM_NAME_OVERRIDES": {
+        "ResetIntervalEnum": "guardrails.models.ResetInterval",
+        "DataRegionEnum": "guardrails.validation.REGIONS",
+        "GenerationStatusEnum": "inference.models.GenerationStatus",
+        "PresetStatusEnum": "presets.models.PresetStatus",
+    },
     # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -194,6 +203,12 @@ GATEWAY_BUDGET_SETTLE_FLUSH_MS = env.int("GATEWAY_BUDGET_SETTLE_FLUSH_MS", defau
 GATEWAY_UPSTREAM_CONNECT_TIMEOUT = env.float("GATEWAY_UPSTREAM_CONNECT_TIMEOUT", default=10.0)
 GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = env.float("GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT", default=60.0)
 GATEWAY_UPSTREAM_READ_TIMEOUT = env.float("GATEWAY_UPSTREAM_READ_TIMEOUT", default=120.0)
+# A non-streaming call: from the send until the whole answer was read (providers answer when they are done).
+GATEWAY_UPSTREAM_TOTAL_TIMEOUT = env.float("GATEWAY_UPSTREAM_TOTAL_TIMEOUT", default=600.0)
+# Which environment variables a catalog provider may name as its platform key (inference/provider_config.py).
+GATEWAY_PROVIDER_KEY_ENV_PATTERN = env.str(
+    "GATEWAY_PROVIDER_KEY_ENV_PATTERN", default=r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)"
+)
 # Largest upstream answer read, in bytes: a JSON body, or all the bytes of a stream. Larger answers fail as
 # `server` (502, or an error event once streaming) instead of growing the process's memory.
 GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES", default=32 * 1024 * 1024)
@@ -214,11 +229,18 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
 
+# GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
+GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
+
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))
 
-# Ingress hosts per data region: "europe=eu.example.com,us=us.example.com". Any other host is `global`.
-GATEWAY_REGION_HOSTS = env.dict("GATEWAY_REGION_HOSTS", default={})
+# The data region of this process (global, europe, us); a trusted proxy may set it per request with
+# GATEWAY_REGION_HEADER (guardrails/regions.py). The client's Host header never decides it.
+GATEWAY_REGION = env.str("GATEWAY_REGION", default="global")
+GATEWAY_REGION_HEADER = env.str("GATEWAY_REGION_HEADER", default="")
+GATEWAY_TRUSTED_PROXIES = env.list("GATEWAY_TRUSTED_PROXIES", default=[])
+GATEWAY_REGION_HOSTS_SET = bool(env.str("GATEWAY_REGION_HOSTS", default=""))  # retired: a startup check refuses it
 
 # Model vendors of the guardrail fields enforce_zdr_vendor_a..d (enforce_zdr_other covers every other vendor).
 GATEWAY_ZDR_VENDOR_A = env.str("GATEWAY_ZDR_VENDOR_A", default="openai")
@@ -237,6 +259,26 @@ GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4
 
 # Rankings dataset: fraction of requests classified for the sampled (category, language_type) dataset.
 GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
+
+# Server tools and plugins (docs/server-tools.md, docs/plugins.md). Web search engines: an engine is configured
+# when its URL (SearXNG) or API key (Brave) is set. GATEWAY_WEB_SEARCH_ENGINE names the default engine (empty:
+# the only configured one); GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES maps workspace ids to an engine (or `none`).
+GATEWAY_WEB_SEARCH_ENGINE = env.str("GATEWAY_WEB_SEARCH_ENGINE", default="")
+GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = env.dict("GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES", default={})
+GATEWAY_WEB_SEARCH_TIMEOUT = env.float("GATEWAY_WEB_SEARCH_TIMEOUT", default=10.0)
+GATEWAY_SEARXNG_URL = env.str("GATEWAY_SEARXNG_URL", default="")
+GATEWAY_SEARXNG_API_KEY = env.str("GATEWAY_SEARXNG_API_KEY", default="")
+GATEWAY_SEARXNG_PRICE_PER_QUERY = env.str("GATEWAY_SEARXNG_PRICE_PER_QUERY", default="0")
+GATEWAY_BRAVE_SEARCH_API_KEY = env.str("GATEWAY_BRAVE_SEARCH_API_KEY", default="")
+GATEWAY_BRAVE_SEARCH_URL = env.str("GATEWAY_BRAVE_SEARCH_URL", default="https://api.search.brave.com/res/v1/web/search")
+GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY = env.str("GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY", default="0")
+# Web fetch (service:web_fetch, the web-fetch plugin): never a private, loopback or link-local address, unless
+# its host or a CIDR holding it is listed here (GATEWAY_ALLOW_PRIVATE_URLS does not apply to it).
+GATEWAY_WEB_FETCH_ALLOWLIST = env.list("GATEWAY_WEB_FETCH_ALLOWLIST", default=[])
+GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
+GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
+GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
+GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
 
 LOGGING = {
     "version": 1,

@@ -7,16 +7,15 @@ assignment bumps the policy version, so it applies to the next request in every 
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, redact, scan
-from guardrails.policy import EffectivePolicy, effective_policy
+from guardrails.content import RuleResult, opaque_files, redact, scan
+from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
+from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
 
@@ -48,34 +47,6 @@ async def policy_for(ctx: Context) -> EffectivePolicy:
     return policy
 
 
-_hosts_cache: tuple[Any, dict[str, str]] = (None, {})
-
-
-def _host_regions() -> dict[str, str]:
-    """Host -> region from settings.GATEWAY_REGION_HOSTS (rebuilt only when that setting object changes)."""
-    global _hosts_cache
-    mapping = getattr(settings, "GATEWAY_REGION_HOSTS", {}) or {}
-    if _hosts_cache[0] is mapping:
-        return _hosts_cache[1]
-    hosts: dict[str, str] = {}
-    for region, value in mapping.items():
-        for host in value if isinstance(value, (list, tuple)) else str(value).split(";"):
-            if host.strip():
-                hosts[host.strip().lower()] = region
-    _hosts_cache = (mapping, hosts)  # holding the setting object: its identity cannot be reused meanwhile
-    return hosts
-
-
-def region_for_host(host: str) -> str:
-    """The data region of an ingress host (port ignored); unknown hosts are `global`."""
-    name = (host or "").strip().lower()
-    if name.startswith("["):  # [v6]:port
-        name = name[: name.find("]") + 1]
-    elif name.count(":") == 1:
-        name = name.split(":", 1)[0]
-    return _host_regions().get(name, "global")
-
-
 def _refusal(message: str, metadata: dict[str, Any] | None = None) -> GatewayError:
     """A 403; with `X-Service-Metadata: enabled` the consumer adds `service_metadata` with ctx.pipeline."""
     return GatewayError(403, message, metadata=metadata)
@@ -93,13 +64,14 @@ def _stage(rule, summary: str, action: str, detected: bool, engines: list[str], 
 
 
 class RegionMiddleware:
-    """Ingress host → ctx.region; 403 when the effective `allowed_data_regions` exclude it."""
+    """The request's data region (guardrails.regions) → ctx.region; 403 when the effective
+    `allowed_data_regions` exclude it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     async def __call__(self, ctx: Context) -> None:
-        ctx.region = region_for_host(ctx.host)
+        ctx.region = request_region(ctx.client_ip, ctx.headers)
         policy = await policy_for(ctx)
         if policy.allowed_regions is not None and ctx.region not in policy.allowed_regions:
             allowed = ", ".join(sorted(policy.allowed_regions)) or "none"
@@ -126,6 +98,7 @@ class GuardrailMiddleware:
             self._check_requested_models(ctx, policy)
             ctx.endpoint_filters.extend(policy.endpoint_filters)
             if policy.has_filters:
+                self._refuse_unreadable_files(ctx, policy)
                 self._apply_content_filters(ctx, scan(ctx.body, policy))
             ctx.spend_limits.extend(self._spend_limits(ctx, policy))
         await self.get_response(ctx)
@@ -140,6 +113,20 @@ class GuardrailMiddleware:
         if models and not model and not any(policy.model_allowed(m) for m in models):
             names = ", ".join(f"'{m}'" for m in models)
             raise _refusal(f"Models {names} are not allowed by a guardrail", {"models": models})
+
+    @staticmethod
+    def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:
+        """A file the filters cannot read (a PDF, a file by id or URL) would carry its text past a block or
+        redact filter: 403 naming it. Flag-only filters let it through (they only observe)."""
+        enforcing = [r for r in policy.rules if any(f.action in ("block", "redact") for f in r.filters)]
+        if enforcing and (names := opaque_files(ctx.body)):
+            listed = ", ".join(f"'{n}'" for n in names)
+            guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
+            raise _refusal(
+                f"Content filters of guardrail {guardrails} cannot read input_file {listed}: send its text inline "
+                "(a data: URL of a text type) or as input_text",
+                {"files": names, "guardrail_ids": [str(r.id) for r in enforcing]},
+            )
 
     def _apply_content_filters(self, ctx: Context, results: list[RuleResult]) -> None:
         blocked = [r for r in results if r.action == "block"]
@@ -171,22 +158,6 @@ class GuardrailMiddleware:
     @staticmethod
     def _spend_limits(ctx: Context, policy: EffectivePolicy) -> list[SpendLimit]:
         principal = ctx.principal
-        limits = []
-        for rule in policy.rules:
-            if rule.limit_usd is None:
-                continue
-            if rule.scope == "member" and principal.user_id is not None:
-                subject = f"user:{principal.user_id}"
-            else:
-                subject = f"key:{principal.key_hash}"
-            limits.append(
-                SpendLimit(
-                    scope="guardrail",
-                    scope_id=f"{rule.id}:{subject}",
-                    name=f"guardrail '{rule.name}'",
-                    limit_usd=Decimal(rule.limit_usd),
-                    interval=rule.reset_interval or "lifetime",
-                    include_byok=rule.include_byok_in_budgets,
-                )
-            )
-        return limits
+        key_hash, user_id = principal.key_hash, principal.user_id
+        limits = (rule_spend_limit(rule, key_hash=key_hash, user_id=user_id) for rule in policy.rules)
+        return [limit for limit in limits if limit is not None]

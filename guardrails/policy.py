@@ -18,7 +18,7 @@ from django.conf import settings
 
 from guardrails.detectors import DETECTORS, LABELS
 from guardrails.regex import compile_pattern, compile_screen
-from inference.pipeline.context import Candidate, EndpointFilter
+from inference.pipeline.context import Candidate, EndpointFilter, SpendLimit
 
 ACTION_RANK = {"flag": 1, "redact": 2, "block": 3}
 ZDR_LETTERS = ("a", "b", "c", "d")
@@ -59,6 +59,25 @@ class GuardrailRule:
     include_byok_in_budgets: bool
     limit_usd: Decimal | None
     reset_interval: str | None
+
+
+def rule_spend_limit(rule: GuardrailRule, *, key_hash: str, user_id: uuid.UUID | None) -> SpendLimit | None:
+    """The guardrail's `limit_usd` as the SpendLimit of one key's traffic (None without a limit).
+
+    A member guardrail counts the spend of the key's creator (every key of that user); a workspace default or
+    key guardrail counts the key's own spend (DECISIONS §3: the limit caps each key or member it applies to).
+    """
+    if rule.limit_usd is None:
+        return None
+    subject = f"user:{user_id}" if rule.scope == "member" and user_id is not None else f"key:{key_hash}"
+    return SpendLimit(
+        scope="guardrail",
+        scope_id=f"{rule.id}:{subject}",
+        name=f"guardrail '{rule.name}'",
+        limit_usd=Decimal(rule.limit_usd),
+        interval=rule.reset_interval or "lifetime",
+        include_byok=rule.include_byok_in_budgets,
+    )
 
 
 def zdr_vendor_letters() -> dict[str, str]:

@@ -19,6 +19,7 @@ from django.db import transaction
 
 from gateway_project.netguard import url_problem
 from inference.models import ApiFormat, Endpoint, Model, Provider
+from inference.provider_config import key_env_problem, timeouts_problem
 
 PROVIDER_FIELDS = (
     "name",
@@ -29,6 +30,7 @@ PROVIDER_FIELDS = (
     "trains_on_data",
     "publishes_prompts",
     "regions",
+    "timeouts",
     "enabled",
 )
 MODEL_FIELDS = (
@@ -126,6 +128,10 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
         base_url = entry.get("base_url")
         if base_url and isinstance(base_url, str) and (problem := url_problem(base_url)):
             raise CatalogError(f"{where}: 'base_url' {problem}")
+        if problem := key_env_problem(entry.get("api_key_env") or ""):
+            raise CatalogError(f"{where}: 'api_key_env' {problem}")
+        if "timeouts" in entry and (problem := timeouts_problem(entry["timeouts"])):
+            raise CatalogError(f"{where}: 'timeouts' {problem}")
         defaults = {f: entry[f] for f in PROVIDER_FIELDS if f in entry}
         defaults.setdefault("name", slug)
         summary.upsert(Provider, {"slug": slug}, defaults, update=update)

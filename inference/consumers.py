@@ -1,10 +1,14 @@
-"""The ASGI entry of POST /api/v1/responses (in the shape of Channels' AsyncHttpConsumer, without a channel layer).
+"""The ASGI entry of the data plane's inference endpoints (in the shape of Channels' AsyncHttpConsumer, without a
+channel layer): POST /api/v1/responses, /api/v1/chat/completions and /api/v1/messages, one consumer per
+ingress format (inference.ingress) around the same middleware chain.
 
-It reads the body (413 over GATEWAY_MAX_BODY_BYTES while receiving), validates it (400), builds the
-`Context` and runs the `GATEWAY_INFERENCE_MIDDLEWARE` chain around `inference.handler.handle` as a task.
-While the task runs it listens for `http.disconnect` and cancels the task at once, so the upstream call
-is cancelled and the middlewares' `finally` blocks (accounting, budget settlement) still run.
-Every failure is written as the error envelope; an unreachable database is 503 with `Retry-After`.
+It reads the body (413 over GATEWAY_MAX_BODY_BYTES while receiving), lets the ingress validate and translate
+it into the canonical request (400), builds the `Context` and runs the `GATEWAY_INFERENCE_MIDDLEWARE` chain
+around `inference.handler.handle` as a task. While the task runs it listens for `http.disconnect` and
+cancels the task at once, so the upstream call is cancelled and the middlewares' `finally` blocks
+(accounting, budget settlement) still run. A streamed request gets SSE keep-alive comments while nothing
+is written (inference.keepalive). Every failure is written in the ingress's error shape; an unreachable
+database is 503 with `Retry-After`. `OPTIONS` answers CORS preflights (inference.cors).
 """
 
 from __future__ import annotations
@@ -15,16 +19,18 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
 from gateway_project.api.errors import GatewayError, database_unavailable, validation_error
+from inference.cors import cors_headers, preflight_headers
+from inference.ingress import CHAT, MESSAGES, RESPONSES, SSE_HEADERS, Ingress
+from inference.keepalive import keep_alive
 from inference.pipeline.context import Context
 from inference.pipeline.runner import build_chain
 from inference.response import new_uuid, service_metadata
-from inference.schema import MAX_IDENTIFIER, parse_body
+from inference.schema import MAX_IDENTIFIER
 
 logger = logging.getLogger("gateway.inference")
 
@@ -35,22 +41,29 @@ METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
 class Responder:
     """Writes the HTTP response through the ASGI `send` callable and remembers how far it got."""
 
-    __slots__ = ("_send", "complete", "request_id", "started")
+    __slots__ = ("_send", "complete", "extra", "ingress", "last_write", "request_id", "started")
 
-    def __init__(self, send, request_id: str) -> None:
+    def __init__(self, send, request_id: str, ingress: Ingress = RESPONSES, extra=()) -> None:
         self._send = send
         self.started = False
         self.complete = False
         self.request_id = request_id
+        self.ingress = ingress
+        self.extra = extra  # CORS headers of an allowed Origin
+        self.last_write = time.monotonic()
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        """Send the response head; a second call is a no-op (a keep-alive comment may have started the stream)."""
+        if self.started:
+            return
         self.started = True
-        headers = [*headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
+        headers = [*headers, *self.extra, (b"x-request-id", self.request_id.encode()), NOSNIFF]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = False) -> None:
         if not more:
             self.complete = True
+        self.last_write = time.monotonic()
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
     async def send_json(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
@@ -59,19 +72,19 @@ class Responder:
         await self.body(data)
 
     async def error(self, error: GatewayError, ctx: Context | None) -> None:
-        """The envelope before the first byte; an `error` + `response.failed` pair inside a started stream."""
+        """The ingress's error body before the first byte; its in-stream error events inside a started stream."""
         if ctx is not None and ctx.metadata_enabled and error.service_metadata is None:
             error.service_metadata = service_metadata(ctx)
         if not self.started:
-            await self.send_json(error.status, orjson.dumps(error.envelope()), error.headers)
+            await self.send_json(error.status, self.ingress.error_body(error), error.headers)
             return
         if self.complete or ctx is None:
             return
         writer = ctx.extras.get("inference.stream")
         if writer is not None:
             await writer.fail(error.message, "server", error.metadata)
-        else:
-            await self.body(b"")
+        else:  # only keep-alive comments went out
+            await self.body(self.ingress.stream_error_frames(error))
 
 
 async def read_body(receive, limit: int) -> bytes | None:
@@ -95,37 +108,46 @@ def _headers(scope: dict[str, Any]) -> dict[str, str]:
     return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
 
 
-class ResponsesConsumer:
-    """ASGI application for /api/v1/responses; the middleware chain is built once, on first use."""
+class InferenceConsumer:
+    """ASGI application of one ingress format; the middleware chain is built once, on first use, and shared by
+    every ingress, as is `active` (requests in progress, accounting included: tests and shutdown wait for 0)."""
 
-    def __init__(self) -> None:
-        self._chain = None
-        self.active = 0  # requests in progress, accounting included (tests wait for 0)
+    _chain = None
+    active = 0
+
+    def __init__(self, ingress: Ingress) -> None:
+        self.ingress = ingress
 
     @property
     def chain(self):
-        if self._chain is None:
+        if InferenceConsumer._chain is None:
             from inference.handler import handle
 
-            self._chain = build_chain(handle)
-        return self._chain
+            InferenceConsumer._chain = build_chain(handle)
+        return InferenceConsumer._chain
 
     async def __call__(self, scope, receive, send) -> None:
-        self.active += 1
+        InferenceConsumer.active += 1
         try:
             await self._call(scope, receive, send)
         finally:
-            self.active -= 1
+            InferenceConsumer.active -= 1
 
     async def _call(self, scope, receive, send) -> None:
         started = time.perf_counter()
         request_id = str(new_uuid())
-        responder = Responder(send, request_id)
+        headers = _headers(scope)
+        origin = headers.get("origin")
+        responder = Responder(send, request_id, self.ingress, cors_headers(origin) if origin else ())
+        if scope["method"] == "OPTIONS":
+            await responder.start(204, preflight_headers(headers))
+            await responder.body(b"")
+            return
         if scope["method"] != "POST":
-            error = GatewayError(405, f'Method "{scope["method"]}" not allowed', headers={"Allow": "POST"})
+            error = GatewayError(405, f'Method "{scope["method"]}" not allowed', headers={"Allow": "POST, OPTIONS"})
             await responder.error(error, None)
             return
-        headers = _headers(scope)
+        self.ingress.prepare_headers(headers)
         limit = settings.GATEWAY_MAX_BODY_BYTES
         try:
             declared = int(headers.get("content-length") or 0)
@@ -137,7 +159,7 @@ class ResponsesConsumer:
             raw = await read_body(receive, limit)
             if raw is None:
                 return
-            body = parse_body(raw)
+            body = self.ingress.parse(raw, headers)
             session_id = body.get("session_id") or _header_session_id(headers)
         except GatewayError as error:
             await responder.error(error, None)
@@ -158,6 +180,9 @@ class ResponsesConsumer:
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=session_id or None,
+            client_ip=(scope.get("client") or ("", 0))[0],
+            ingress_format=self.ingress.name,
+            ingress=self.ingress,
         )
         ctx.extras["inference.responder"] = responder
         ctx.extras["inference.requested"] = body.get("model") or ",".join(body.get("models") or ())
@@ -166,6 +191,8 @@ class ResponsesConsumer:
     async def _serve(self, ctx: Context, responder: Responder, receive) -> None:
         work = asyncio.ensure_future(self._run(ctx, responder))
         listener = asyncio.ensure_future(receive())
+        interval = settings.GATEWAY_SSE_KEEPALIVE_SECONDS if ctx.stream else 0
+        pinger = asyncio.ensure_future(keep_alive(responder, interval, SSE_HEADERS)) if interval > 0 else None
         disconnected = False
 
         def on_message(future: asyncio.Future) -> None:
@@ -184,6 +211,8 @@ class ResponsesConsumer:
                 raise
         finally:
             listener.cancel()
+            if pinger is not None:
+                pinger.cancel()
 
     async def _run(self, ctx: Context, responder: Responder) -> None:
         try:
@@ -222,4 +251,6 @@ def _metadata_enabled(headers: dict[str, str]) -> bool:
     return False
 
 
-responses_consumer = ResponsesConsumer()
+responses_consumer = InferenceConsumer(RESPONSES)
+chat_consumer = InferenceConsumer(CHAT)
+messages_consumer = InferenceConsumer(MESSAGES)

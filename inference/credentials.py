@@ -12,14 +12,15 @@ import os
 
 from byok.routing import usable_credentials
 from inference.pipeline.context import Candidate, Context, Credential
+from inference.provider_config import key_env_problem
 
 
 def platform_credential(candidate: Candidate) -> Credential | None:
     """The platform key of the candidate's provider, or None when it is not configured."""
     if candidate.api_format == "echo":
         return Credential(api_key="", is_byok=False, label="echo")
-    if not candidate.platform_key_env:
-        return None
+    if not candidate.platform_key_env or key_env_problem(candidate.platform_key_env):
+        return None  # (a name refused at load can still reach the table through a direct write)
     value = os.environ.get(candidate.platform_key_env, "")
     return Credential(api_key=value, is_byok=False, label="platform") if value else None
 

@@ -2,33 +2,36 @@
 
 For each candidate (inference.routing) and each of its credentials (inference.credentials): call the
 adapter. An authentication failure moves to the next credential; a retryable failure before the first
-byte reached the client moves to the next candidate; a bad request stops. Every attempt is recorded in
-`ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt rate-limited), 524
-(timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
+byte reached the client moves to the next candidate, and so does a refusal that concerns that endpoint only
+(404 unknown model, 413, 422, context length exceeded); any other bad request stops, and so does a JSON call
+that timed out after it was sent (the provider may bill it: sending it elsewhere would pay twice). Every
+attempt is recorded in `ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt
+rate-limited), 524 (timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
 `error.metadata = {provider_name, raw, error_type}`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
-import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-import orjson
 from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
-from inference.accounting import compute_cost, estimate_usage
+from inference.accounting import estimate_usage
 from inference.credentials import credentials_for
+from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
-from inference.response import response_object, usage_object
 from inference.routing import remember_session, resolve_candidates
-from inference.servertools.plan import refuse_unimplemented
-from inference.streaming import ResponseStream
+from inference.servertools.plan import needs_plan, prepare
 
+T = TypeVar("T")
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # Fields the gateway consumes itself; they never go upstream.
 GATEWAY_FIELDS = frozenset(
@@ -58,7 +61,7 @@ def upstream_body(ctx: Context) -> dict[str, Any]:
     return body
 
 
-_timeouts: tuple[tuple[float, float, float], Timeouts] | None = None
+_timeouts: tuple[tuple[float, float, float, float], Timeouts] | None = None
 
 
 def upstream_timeouts() -> Timeouts:
@@ -68,10 +71,17 @@ def upstream_timeouts() -> Timeouts:
         settings.GATEWAY_UPSTREAM_CONNECT_TIMEOUT,
         settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT,
         settings.GATEWAY_UPSTREAM_READ_TIMEOUT,
+        settings.GATEWAY_UPSTREAM_TOTAL_TIMEOUT,
     )
     if _timeouts is None or _timeouts[0] != values:
-        _timeouts = (values, Timeouts(connect=values[0], first_byte=values[1], read=values[2]))
+        _timeouts = (values, Timeouts(connect=values[0], first_byte=values[1], read=values[2], total=values[3]))
     return _timeouts[1]
+
+
+@functools.lru_cache(maxsize=256)
+def candidate_timeouts(base: Timeouts, overrides: tuple[tuple[str, float], ...]) -> Timeouts:
+    """`base` with the provider's own limits (the catalog's `timeouts`) applied."""
+    return dataclasses.replace(base, **dict(overrides)) if overrides else base
 
 
 def map_failure(errors: list[tuple[Candidate, ProviderError]]) -> GatewayError:
@@ -102,24 +112,10 @@ def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
 
 async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
     result = await get_adapter(candidate.api_format).complete(call)
-    outcome = ctx.outcome
-    outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
-    cost = compute_cost(candidate, result.usage)
-    outcome.status, outcome.upstream_id, outcome.finish_reason = result.status, result.upstream_id, result.finish_reason
-    outcome.usage, outcome.cost, outcome.output = result.usage, cost, result.output
-    outcome.output_text = result.text
-    outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
     _settle(ctx, candidate, cred, "success")
-    payload = response_object(
-        ctx,
-        status=result.status,
-        output=result.output,
-        usage=usage_object(result.usage, cost, cred.is_byok),
-        incomplete_reason=result.incomplete_reason,
-        model=candidate.model_slug,
-    )
-    outcome.first_byte_sent = True
-    await responder.send_json(200, orjson.dumps(payload))
+    # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
+    payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
+    await responder.send_json(200, payload)
 
 
 def _settle(ctx: Context, candidate: Candidate, cred: Credential, status: str) -> None:
@@ -138,7 +134,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         event = await events.__anext__()  # a failure here can still fall back
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
-        writer = ResponseStream(ctx, responder, candidate, cred.is_byok)
+        writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
         ctx.extras["inference.stream"] = writer
         await writer.open(debug)
         try:
@@ -154,7 +150,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         await events.aclose()
 
 
-async def _fail_stream(ctx: Context, writer: ResponseStream, candidate: Candidate, error: ProviderError) -> None:
+async def _fail_stream(ctx: Context, writer: Any, candidate: Candidate, error: ProviderError) -> None:
     """A failure after the first byte: no fallback any more; `error` + `response.failed` end the stream."""
     status, error_type, _ = ERROR_MAPPING[error.kind]
     metadata = _meta(candidate, error_type, error.raw)
@@ -184,16 +180,41 @@ def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, A
 
 
 async def handle(ctx: Context) -> None:
-    """Answer the request from the first candidate that works."""
+    """Answer the request from the first candidate that works (through the server-tool loop when it has one)."""
     responder = ctx.extras["inference.responder"]
-    if ctx.body.get("plugins") or ctx.body.get("tools"):
-        refuse_unimplemented(ctx.body)
+    plan = prepare(ctx) if needs_plan(ctx.body) else None
     candidates = await resolve_candidates(ctx)
-    body = upstream_body(ctx)
     stream = ctx.stream
-    answer = _answer_stream if stream else _answer_json
-    errors: list[tuple[Candidate, ProviderError]] = []
     ctx.outcome.streamed = stream
+    if plan is not None:
+        from inference.servertools.loop import run_loop
+
+        ingress_of(ctx).check_server_tools(plan)
+        await run_loop(ctx, responder, candidates, plan)
+        return
+    answer = _answer_stream if stream else _answer_json
+
+    async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> None:
+        await answer(ctx, responder, call, candidate, cred)
+
+    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt)
+    ctx.outcome.completed_at = datetime.now(UTC)
+
+
+async def call_with_fallback(
+    ctx: Context,
+    candidates: list[Candidate],
+    body: dict[str, Any],
+    stream: bool,
+    attempt: Callable[[UpstreamCall, Candidate, Credential], Awaitable[T]],
+    committed: Callable[[], bool] | None = None,
+) -> T:
+    """`attempt` on each candidate and credential in turn until one works; its result.
+
+    A failure moves on while nothing was sent to the client (`committed()`, default: the first byte went
+    out); an authentication failure tries the candidate's next credential.
+    """
+    errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
     for candidate in candidates:
         credentials = await credentials_for(ctx, candidate)
@@ -207,22 +228,20 @@ async def handle(ctx: Context) -> None:
                 base_url=candidate.base_url,
                 credential=cred,
                 stream=stream,
-                timeouts=timeouts,
+                timeouts=candidate_timeouts(timeouts, candidate.timeout_overrides),
             )
             try:
-                await answer(ctx, responder, call, candidate, cred)
-                ctx.outcome.completed_at = datetime.now(UTC)
-                return
+                return await attempt(call, candidate, cred)
             except ProviderError as error:
-                if ctx.outcome.first_byte_sent:
+                if committed() if committed is not None else ctx.outcome.first_byte_sent:
                     raise
                 _attempt(ctx, candidate, error.kind.value)
                 errors.append((candidate, error))
                 if error.kind == ProviderErrorKind.AUTH:
                     continue
-                if not error.retryable:
+                if not error.retryable and not error.endpoint_specific:
                     raise map_failure(errors) from None
-                break
+                break  # the next candidate (an endpoint-specific refusal, such as an unknown model, too)
     if not errors:
         raise GatewayError(
             502,

@@ -27,6 +27,11 @@ class Provider(models.Model):
     trains_on_data = models.BooleanField(default=False)
     publishes_prompts = models.BooleanField(default=False)
     regions = models.JSONField(default=list, blank=True)
+    timeouts = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Time limits in seconds overriding the GATEWAY_UPSTREAM_* settings: connect, first_byte, read, total",
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -36,6 +41,19 @@ class Provider(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.provider_config import key_env_problem, timeouts_problem
+
+        errors = {}
+        if problem := key_env_problem(self.api_key_env):
+            errors["api_key_env"] = f"api_key_env {problem}"
+        if problem := timeouts_problem(self.timeouts):
+            errors["timeouts"] = f"timeouts {problem}"
+        if errors:
+            raise ValidationError(errors)
 
 
 class Model(models.Model):

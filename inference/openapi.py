@@ -1,4 +1,5 @@
-"""OpenAPI document of POST /api/v1/responses, which a Channels consumer serves (not a DRF view).
+"""OpenAPI document of POST /api/v1/responses, which a Channels consumer serves (not a DRF view); the other wire
+formats' operations are in inference.openapi_wire.
 
 The request schema is derived from the validator's own rules (`inference.schema.CHECKERS` and the value
 sets of `inference.schema` / `inference.schema_parts`): one property per checker, `additionalProperties:
@@ -348,4 +349,7 @@ def add_responses_operation(result, generator, request, public):
     schemas["ResponsesRequest"] = REQUEST
     schemas["ResponseObject"] = RESPONSE
     result.setdefault("paths", {})[PATH] = {"post": responses_operation()}
+    from inference.openapi_wire import add_wire_operations
+
+    add_wire_operations(result)  # POST /chat/completions and /messages
     return result

@@ -128,7 +128,7 @@ def service_metadata(ctx: Context) -> dict[str, Any]:
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
-    content = [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []
+    content = [] if status == "in_progress" else [{"type": "output_text", "text": text, "annotations": []}]
     return {"type": "message", "id": item_id, "role": "assistant", "status": status, "content": content}
 
 

@@ -70,6 +70,7 @@ def candidate_from_endpoint(endpoint: Endpoint) -> Candidate:
         regions=tuple(provider.regions or ()),
         input_modalities=tuple(model.input_modalities or ()),
         output_modalities=tuple(model.output_modalities or ()),
+        timeout_overrides=tuple(sorted((provider.timeouts or {}).items())),
     )
 
 

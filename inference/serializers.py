@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gateway_project.api.errors import validation_error
+from gateway_project.api.serializers import TimestampField
 from inference.catalog_selectors import OUTPUT_MODALITIES, ModelQuery
+from inference.models import GenerationStatus
 
 
 def reject_unknown(query_params, allowed: tuple[str, ...]) -> None:
@@ -132,3 +135,66 @@ class ModelEndpointsSerializer(serializers.Serializer):
 
 class ModelEndpointsResponseSerializer(serializers.Serializer):
     data = ModelEndpointsSerializer()
+
+
+class GenerationQuerySerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="The `id` an answer carried (`resp_<uuid>`) or its `x-request-id`")
+
+
+class GenerationErrorSerializer(serializers.Serializer):
+    code = serializers.IntegerField(allow_null=True, help_text="The HTTP status the client got")
+    message = serializers.CharField()
+
+
+class GenerationSerializer(serializers.Serializer):
+    """One request's accounting record (read-only)."""
+
+    id = serializers.CharField(help_text="The request id (`x-request-id`)")
+    created_at = TimestampField()
+    completed_at = TimestampField(allow_null=True)
+    model = serializers.CharField(help_text="The model that served (empty when nothing did)")
+    requested_model = serializers.CharField(help_text="What the request asked for (`model`, `models`, preset)")
+    provider = serializers.CharField(help_text="The provider that served")
+    upstream_id = serializers.CharField(help_text="The provider's id of the answer")
+    ingress_format = serializers.CharField(help_text="responses | chat-completions | messages | embeddings")
+    status = serializers.ChoiceField(choices=GenerationStatus.values)
+    finish_reason = serializers.SerializerMethodField()
+    streamed = serializers.BooleanField()
+    cancelled = serializers.SerializerMethodField(help_text="The client went away before the answer was complete")
+    is_byok = serializers.BooleanField()
+    tokens_prompt = serializers.IntegerField(source="input_tokens")
+    tokens_completion = serializers.IntegerField(source="output_tokens")
+    tokens_reasoning = serializers.IntegerField(source="reasoning_tokens")
+    tokens_cached = serializers.IntegerField(source="cached_tokens")
+    total_cost = serializers.DecimalField(
+        source="cost", max_digits=18, decimal_places=10, coerce_to_string=False, help_text="USD"
+    )
+    latency_ms = serializers.IntegerField(allow_null=True, help_text="Arrival to the last byte of the answer")
+    time_to_first_token_ms = serializers.IntegerField(source="ttft_ms", allow_null=True)
+    tool_calls = serializers.IntegerField()
+    session_id = serializers.SerializerMethodField()
+    workspace_id = serializers.UUIDField(allow_null=True)
+    api_key_hash = serializers.CharField(source="key_hash")
+    error = serializers.SerializerMethodField(help_text="What the client got when the request failed")
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_finish_reason(self, row) -> str | None:
+        return row.finish_reason or None
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_cancelled(self, row) -> bool:
+        return row.status == GenerationStatus.CANCELLED
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_session_id(self, row) -> str | None:
+        return row.session_id or None
+
+    @extend_schema_field(GenerationErrorSerializer(allow_null=True))
+    def get_error(self, row) -> dict | None:
+        if row.error_code is None and not row.error_message:
+            return None
+        return {"code": row.error_code, "message": row.error_message}
+
+
+class GenerationResponseSerializer(serializers.Serializer):
+    data = GenerationSerializer()

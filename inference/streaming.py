@@ -127,14 +127,15 @@ class ResponseStream:
     def _part_ref(self) -> dict[str, Any]:
         return {"item_id": self.message_id, "output_index": self.message_index, "content_index": 0}
 
-    def _close_message(self) -> None:
+    def _close_message(self, status: str = "completed") -> None:
+        """End the open message item; `incomplete` when the stream failed before the message was finished."""
         if self.message_id is None:
             return
         text = "".join(self.text_parts)
         self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": []})
         part = {"type": "output_text", "text": text, "annotations": []}
         self.emit("response.content_part.done", {**self._part_ref(), "part": part})
-        item = message_item(self.message_id, text)
+        item = message_item(self.message_id, text, status)
         self.items[self.message_index] = item
         self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
         self.message_id = None
@@ -190,8 +191,9 @@ class ResponseStream:
         await self.flush(more=False)
 
     async def fail(self, message: str, error_type: str, metadata: dict[str, Any] | None = None) -> None:
-        """An error after the first byte: `error` then `response.failed`, then [DONE]."""
-        self._close_message()
+        """An error after the first byte: `error` then `response.failed`, then [DONE]. A message cut by the
+        failure ends `incomplete`."""
+        self._close_message("incomplete")
         self.ctx.outcome.status = "failed"
         self.ctx.outcome.output = self.items
         payload: dict[str, Any] = {"code": error_type, "message": message, "param": None}

@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from inference.views import ModelDetailView, ModelEndpointsView, ModelListView
+from inference.views import GenerationView, ModelDetailView, ModelEndpointsView, ModelListView
 
 urlpatterns = [
+    path("generation", GenerationView.as_view(), name="generation"),
     path("models", ModelListView.as_view(), name="models-list"),
     path("models/<str:vendor>/<str:name>", ModelDetailView.as_view(), name="models-detail"),
     path("models/<str:vendor>/<str:name>/endpoints", ModelEndpointsView.as_view(), name="models-endpoints"),

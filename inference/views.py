@@ -1,4 +1,4 @@
-"""Management-plane reads of the inference app, open to any valid key: the model catalog and the generation lookup.
+"""Management-plane reads of the inference app, open to any valid key: the model catalog, the generation lookup.
 
 They are DRF views (not data-plane consumers) because they are plain reads off the hot path: DRF gives them
 key authentication, the error envelope and the OpenAPI document for free, as for the rankings dataset.
@@ -14,8 +14,12 @@ from gateway_project.api.errors import GatewayError
 from gateway_project.api.permissions import IsAnyKey
 from inference.catalog_present import endpoints_object, model_object
 from inference.catalog_selectors import get_model, list_models
+from inference.selectors import generation_get
 from inference.serializers import (
     CatalogModelSerializer,
+    GenerationQuerySerializer,
+    GenerationResponseSerializer,
+    GenerationSerializer,
     ModelEndpointsResponseSerializer,
     ModelListSerializer,
     ModelsQuerySerializer,
@@ -81,3 +85,25 @@ class ModelEndpointsView(APIView):
     )
     def get(self, request, vendor: str, name: str):
         return Response({"data": endpoints_object(_model_or_404(request, vendor, name))})
+
+
+class GenerationView(APIView):
+    permission_classes = [IsAnyKey]
+
+    @extend_schema(
+        parameters=[GenerationQuerySerializer],
+        responses={200: GenerationResponseSerializer},
+        operation_id="generation_retrieve",
+        description="The accounting record of one request of the caller's organization, by the `id` its answer "
+        "carried or its `x-request-id`: model, provider, tokens, cost, latency, time to first token, status. "
+        "Another organization's id is 404. The record is written just after the answer; right after it a "
+        "lookup can be 404 for a few milliseconds.",
+    )
+    def get(self, request):
+        reject_unknown(request.query_params, ("id",))
+        params = GenerationQuerySerializer(data=request.query_params.dict())
+        params.is_valid(raise_exception=True)
+        row = generation_get(organization_id=request.user.organization_id, id=params.validated_data["id"])
+        if row is None:
+            raise GatewayError(404, f"Generation '{params.validated_data['id']}' not found")
+        return Response({"data": GenerationSerializer(row).data})

@@ -13,6 +13,11 @@ from observability.types import TYPE_CHOICES, TYPE_SPECS
 MAX_DESTINATIONS_PER_TYPE = 5
 
 
+def list_all_regions() -> list[str]:
+    """Default of `Destination.regions`: every data region."""
+    return ["global", "europe", "us"]
+
+
 class Destination(models.Model):
     """Where the traces of a workspace's generations are forwarded (Langfuse, an OTLP collector, a webhook...).
 
@@ -32,6 +37,12 @@ class Destination(models.Model):
     broadcast_generation_cost = models.BooleanField(default=False)
     broadcast_generation_identity = models.BooleanField(default=False)
     broadcast_generation_request_context = models.BooleanField(default=False)
+    broadcast_generation_cost_allocation = models.BooleanField(
+        default=False, help_text="Send per-token-kind tokens and cost when they add up to the recorded cost"
+    )
+    regions = models.JSONField(
+        default=list_all_regions, help_text="Data regions whose requests this destination receives (ingress region)"
+    )
     filter_rules = models.JSONField(null=True, blank=True)
     privacy_mode = models.BooleanField(default=False)
     sampling_rate = models.FloatField(default=1.0)

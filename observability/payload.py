@@ -46,6 +46,30 @@ HIDDEN_HEADERS = frozenset(
 MAX_TEXT = 100_000
 
 
+TRIMMED = ("cost", "cost_allocation", "identity", "request_context", "_filter")
+
+
+def cost_allocation(generation, candidate) -> dict | None:
+    """Tokens and cost per token kind (uncached input, cached input, output) at the served endpoint's prices,
+    or None when they do not add up to the recorded cost (the provider reported its own cost, or no endpoint)."""
+    if candidate is None:
+        return None
+    cached = min(generation.cached_tokens or 0, generation.input_tokens)
+    cached_price = (
+        candidate.cached_prompt_price if candidate.cached_prompt_price is not None else candidate.prompt_price
+    )
+    free = candidate.is_free
+    kinds = {
+        "input": (generation.input_tokens - cached, 0 if free else candidate.prompt_price),
+        "cached_input": (cached, 0 if free else cached_price),
+        "output": (generation.output_tokens, 0 if free else candidate.completion_price),
+    }
+    costs = {kind: tokens * price for kind, (tokens, price) in kinds.items()}
+    if sum(costs.values()) != generation.cost:
+        return None
+    return {kind: {"tokens": kinds[kind][0], "cost": _money(costs[kind])} for kind in kinds}
+
+
 def sampled(generation_id: Any, destination_id: Any, rate: float) -> bool:
     """Whether this generation is forwarded to this destination: decided once, from a hash of both ids."""
     if rate >= 1:
@@ -126,6 +150,7 @@ def base_trace(generation, ctx) -> dict:
         "output_text": (getattr(outcome, "output_text", "") or "")[:MAX_TEXT],
         "output": list(getattr(outcome, "output", None) or []),
         "cost": {"total_cost": _money(generation.cost), "currency": "USD", "is_byok": generation.is_byok},
+        "cost_allocation": cost_allocation(generation, getattr(outcome, "candidate", None)),
         "identity": {
             "organization_id": str(generation.organization_id),
             "workspace_id": str(generation.workspace_id) if generation.workspace_id else None,
@@ -170,15 +195,18 @@ def filter_record(generation, ctx, body: dict, outcome, end_user) -> dict:
     }
 
 
-def trace_for(base: dict, destination) -> dict:
-    """`base` trimmed for one destination: privacy mode and the three broadcast flags."""
-    trace = {k: v for k, v in base.items() if k not in ("cost", "identity", "request_context", "_filter")}
-    trace["privacy_mode"] = destination.privacy_mode
-    if destination.privacy_mode:
+def trace_for(base: dict, destination, *, include_io: bool = True) -> dict:
+    """`base` trimmed for one destination: privacy mode (or the workspace's I/O logging off or not sampled:
+    `include_io` false) and the broadcast flags."""
+    trace = {k: v for k, v in base.items() if k not in TRIMMED}
+    trace["privacy_mode"] = destination.privacy_mode or not include_io
+    if trace["privacy_mode"]:
         for key in ("instructions", "input", "output_text", "output"):
             trace.pop(key)
     if destination.broadcast_generation_cost:
         trace["cost"] = base["cost"]
+    if getattr(destination, "broadcast_generation_cost_allocation", False) and base.get("cost_allocation"):
+        trace["cost_allocation"] = base["cost_allocation"]
     if destination.broadcast_generation_identity:
         trace["identity"] = base["identity"]
     if destination.broadcast_generation_request_context:

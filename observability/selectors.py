@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from accounts.models import Workspace
 from accounts.selectors import workspace_get
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_versions import on_scope_change
@@ -26,6 +27,10 @@ class DestinationRoute:
     broadcast_generation_cost: bool
     broadcast_generation_identity: bool
     broadcast_generation_request_context: bool
+    broadcast_generation_cost_allocation: bool = False
+    regions: frozenset[str] | None = None  # data regions whose requests it receives; None: every region
+    io_logging: bool = True  # the workspace's is_observability_io_logging_enabled
+    io_sampling_rate: float = 1.0  # the workspace's io_logging_sampling_rate
 
 
 def destination_queryset(*, organization_id):
@@ -52,6 +57,15 @@ def destination_get(*, organization_id, destination_id) -> Destination:
 
 
 def _load_routes(workspace_id) -> tuple[DestinationRoute, ...]:
+    """The workspace's enabled destinations, with the workspace's observability switches applied: none when
+    broadcast is off; input and output only when I/O logging is on, for its sampled share of generations."""
+    workspace = (
+        Workspace.objects.filter(id=workspace_id)
+        .values("is_observability_broadcast_enabled", "is_observability_io_logging_enabled", "io_logging_sampling_rate")
+        .first()
+    )
+    if workspace is None or not workspace["is_observability_broadcast_enabled"]:
+        return ()
     rows = Destination.objects.filter(workspace_id=workspace_id, deleted_at__isnull=True, enabled=True)
     return tuple(
         DestinationRoute(
@@ -63,6 +77,10 @@ def _load_routes(workspace_id) -> tuple[DestinationRoute, ...]:
             broadcast_generation_cost=d.broadcast_generation_cost,
             broadcast_generation_identity=d.broadcast_generation_identity,
             broadcast_generation_request_context=d.broadcast_generation_request_context,
+            broadcast_generation_cost_allocation=d.broadcast_generation_cost_allocation,
+            regions=frozenset(d.regions) if d.regions is not None else None,
+            io_logging=workspace["is_observability_io_logging_enabled"],
+            io_sampling_rate=workspace["io_logging_sampling_rate"],
         )
         for d in rows
     )

@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 from gateway_project.encryption import mask_secret
+from guardrails.validation import REGIONS
 from observability.models import Destination
 from observability.types import TYPE_CHOICES, TYPE_SPECS
 
@@ -29,6 +30,7 @@ class DestinationSerializer(GatewayModelSerializer):
     workspace_id = serializers.UUIDField(read_only=True)
     api_key_hashes = serializers.ListField(child=serializers.CharField(), allow_null=True, read_only=True)
     filter_rules = serializers.JSONField(allow_null=True, read_only=True)
+    regions = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = Destination
@@ -42,9 +44,11 @@ class DestinationSerializer(GatewayModelSerializer):
             "broadcast_generation_cost",
             "broadcast_generation_identity",
             "broadcast_generation_request_context",
+            "broadcast_generation_cost_allocation",
             "filter_rules",
             "privacy_mode",
             "sampling_rate",
+            "regions",
             "workspace_id",
             "created_at",
             "updated_at",
@@ -63,9 +67,18 @@ class _DestinationWriteFields(StrictSerializer):
     broadcast_generation_cost = serializers.BooleanField()
     broadcast_generation_identity = serializers.BooleanField()
     broadcast_generation_request_context = serializers.BooleanField()
+    broadcast_generation_cost_allocation = serializers.BooleanField()
+    regions = serializers.ListField(
+        child=serializers.ChoiceField(choices=REGIONS),
+        min_length=1,
+        help_text="Data regions whose requests this destination receives (default: every region)",
+    )
     filter_rules = serializers.JSONField(allow_null=True)
     privacy_mode = serializers.BooleanField()
     sampling_rate = serializers.FloatField(min_value=0.0001, max_value=1)
+
+    def validate_regions(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
 
 
 class DestinationCreateSerializer(_DestinationWriteFields):

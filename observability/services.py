@@ -30,6 +30,8 @@ PLAIN_FIELDS = (
     "broadcast_generation_cost",
     "broadcast_generation_identity",
     "broadcast_generation_request_context",
+    "broadcast_generation_cost_allocation",
+    "regions",
     "privacy_mode",
     "sampling_rate",
 )
@@ -243,8 +245,11 @@ def outbox_record(*, generation, ctx) -> int:
 def _matching_rows(routes, generation, ctx) -> list[tuple[uuid.UUID, dict]]:
     base = None
     rows = []
+    region = getattr(ctx, "region", None) or "global"
     for route in routes:
         if route.api_key_hashes is not None and generation.key_hash not in route.api_key_hashes:
+            continue
+        if route.regions is not None and region not in route.regions:
             continue
         if not sampled(generation.id, route.id, route.sampling_rate):
             continue
@@ -252,7 +257,8 @@ def _matching_rows(routes, generation, ctx) -> list[tuple[uuid.UUID, dict]]:
             base = base_trace(generation, ctx)
         if route.matches is not None and not route.matches(base["_filter"]):
             continue
-        rows.append((route.id, trace_for(base, route)))
+        include_io = route.io_logging and sampled(generation.id, generation.workspace_id, route.io_sampling_rate)
+        rows.append((route.id, trace_for(base, route, include_io=include_io)))
     return rows
 
 

@@ -61,6 +61,34 @@ MESSAGES_CONFIG_FIELDS: tuple[str, ...] = (
     "speed",
 )
 
+# The same for a Chat Completions body; its system and developer messages become the version's `system_prompt`.
+CHAT_CONFIG_FIELDS: tuple[str, ...] = (
+    "model",
+    "models",
+    "temperature",
+    "top_p",
+    "top_k",
+    "frequency_penalty",
+    "presence_penalty",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "seed",
+    "logit_bias",
+    "response_format",
+    "verbosity",
+    "reasoning",
+    "reasoning_effort",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "provider",
+    "plugins",
+    "route",
+    "service_tier",
+)
+PLACEHOLDER_MESSAGES = [{"role": "user", "content": "-"}]
+
 # Messages fields whose name and meaning are the same in a Responses request.
 _SAME_IN_RESPONSES = (
     "model",
@@ -146,8 +174,30 @@ def messages_to_responses(config: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def chat_to_responses(config: dict[str, Any]) -> dict[str, Any]:
+    """Responses request fields equivalent to a config stored from a Chat Completions body (the chat ingress's
+    own translation: `max_tokens` → `max_output_tokens`, `response_format` → `text.format`, ...)."""
+    from inference.ingress.chat_request import to_canonical
+
+    fields = to_canonical({**config, "messages": PLACEHOLDER_MESSAGES})
+    fields.pop("input", None)
+    return fields
+
+
+def system_prompt_from_chat(messages: Any) -> str:
+    """The system and developer messages of a Chat Completions body as one string (blank-line separated)."""
+    texts = []
+    for message in messages or ():
+        if message.get("role") in ("system", "developer"):
+            content = message.get("content")
+            texts.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
+    return "\n\n".join(t for t in texts if t)
+
+
 def to_responses_fields(config: dict[str, Any], source_format: str) -> dict[str, Any]:
     """The Responses request fields a stored config stands for."""
     if source_format == "messages":
         return messages_to_responses(config)
+    if source_format == "chat":
+        return chat_to_responses(config)
     return dict(config)

@@ -18,6 +18,7 @@ class PresetFormat(models.TextChoices):
 
     RESPONSES = "responses", "Responses"
     MESSAGES = "messages", "Messages"
+    CHAT = "chat", "Chat Completions"
 
 
 class Preset(models.Model):

@@ -16,7 +16,14 @@ from django.utils import timezone
 
 from accounts.principal import Principal
 from gateway_project.api.errors import GatewayError, validation_error
-from presets.config import MESSAGES_CONFIG_FIELDS, RESPONSES_CONFIG_FIELDS, pick_config, system_prompt_from_messages
+from presets.config import (
+    CHAT_CONFIG_FIELDS,
+    MESSAGES_CONFIG_FIELDS,
+    RESPONSES_CONFIG_FIELDS,
+    pick_config,
+    system_prompt_from_chat,
+    system_prompt_from_messages,
+)
 from presets.models import Preset, PresetFormat, PresetStatus, PresetVersion
 
 logger = logging.getLogger("gateway.presets")
@@ -158,6 +165,18 @@ def preset_create_from_messages(*, principal: Principal, slug: str, body: dict[s
         source_format=PresetFormat.MESSAGES,
         config=pick_config(body, MESSAGES_CONFIG_FIELDS),
         system_prompt=system_prompt_from_messages(body.get("system")),
+    )
+
+
+def preset_create_from_chat(*, principal: Principal, slug: str, body: dict[str, Any]) -> Preset:
+    """A new version from a validated Chat Completions body: its preset fields, its system and developer
+    messages as the system prompt."""
+    return preset_version_create(
+        principal=principal,
+        slug=slug,
+        source_format=PresetFormat.CHAT,
+        config=pick_config(body, CHAT_CONFIG_FIELDS),
+        system_prompt=system_prompt_from_chat(body.get("messages")),
     )
 
 

@@ -1,4 +1,5 @@
-"""Endpoints of the presets app: create versions from Responses or messages bodies, and read presets."""
+"""Endpoints of the presets app: create versions from Responses, messages or Chat Completions bodies, and read
+presets."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from gateway_project.api.errors import validation_error
 from gateway_project.api.openapi import ERROR_ENVELOPE
 from gateway_project.api.viewsets import OrganizationViewSet
 from presets import selectors, services
+from presets.chat_schema import validate_chat_body
 from presets.messages_schema import validate_messages_body
 from presets.models import Preset
 from presets.responses_schema import validate_responses_body
 from presets.serializers import (
+    PresetChatBodySerializer,
     PresetData,
     PresetListItemSerializer,
     PresetMessagesBodySerializer,
@@ -79,6 +82,19 @@ class PresetViewSet(OrganizationViewSet):
         services.preset_slug_validate(slug)
         body = validate_messages_body(self._body())
         preset = services.preset_create_from_messages(principal=self.principal, slug=slug, body=body)
+        return self.data_response(PresetSerializer(preset).data)
+
+    @extend_schema(
+        parameters=[SLUG],
+        request=PresetChatBodySerializer,
+        responses={200: PresetData, 409: CONFLICT},
+        operation_id="presets_create_from_chat_completions",
+    )
+    @action(detail=True, methods=["post"], url_path="chat/completions")
+    def chat_completions(self, request, slug=None):
+        services.preset_slug_validate(slug)
+        body = validate_chat_body(self._body())
+        preset = services.preset_create_from_chat(principal=self.principal, slug=slug, body=body)
         return self.data_response(PresetSerializer(preset).data)
 
     @extend_schema(parameters=[SLUG], responses={200: PresetVersionSerializer(many=True)})

@@ -4,9 +4,10 @@
 
 Without `--url` it starts a throwaway gateway (uvicorn, a fresh SQLite database in a temporary directory,
 `bootstrap` for the organization, the catalog and one management and one inference key) and stops it after.
-Every management operation is fuzzed with the management key; POST /api/v1/responses with the inference
-key (JSON bodies). Checks: no 5xx (`not_a_server_error`), statuses, content types and bodies conforming to
-the schema, and every error in the envelope (`scripts/fuzz_checks.py`). Exit status 0 when all pass.
+Every management operation is fuzzed with the management key; POST /api/v1/responses, /chat/completions
+and /messages with the inference key (JSON bodies). Checks: no 5xx (`not_a_server_error`), statuses, content
+types and bodies conforming to the schema, and every error in the envelope (`scripts/fuzz_checks.py`). Exit
+status 0 when all pass.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = "/api/v1/openapi.json"
 RESPONSES_PATH = "/api/v1/responses"
+INFERENCE_PATHS = (RESPONSES_PATH, "/api/v1/chat/completions", "/api/v1/messages")
 CHECKS = ",".join(
     (
         "not_a_server_error",
@@ -43,8 +45,11 @@ CHECKS = ",".join(
 # it saw in earlier responses, so DELETE /keys/{hash} does reach the bootstrap keys).
 OWN_KEY_PATH = "/api/v1/keys/{hash}"
 RUNS = (
-    ("inference", ["--include-path", RESPONSES_PATH]),
-    ("management", ["--exclude-path", RESPONSES_PATH, "--exclude-path", OWN_KEY_PATH]),
+    ("inference", [arg for path in INFERENCE_PATHS for arg in ("--include-path", path)]),
+    (
+        "management",
+        [*(arg for path in INFERENCE_PATHS for arg in ("--exclude-path", path)), "--exclude-path", OWN_KEY_PATH],
+    ),
     ("management", ["--include-path", OWN_KEY_PATH]),
 )
 

@@ -14,7 +14,12 @@ from rest_framework.test import APIClient
 
 from accounts import services
 from accounts.models import Organization, OrgRole, User, Workspace
-from tests.fakes.fixtures import fake_upstream, fake_upstream_server  # noqa: F401  (fixtures)
+from tests.fakes.fixtures import (  # noqa: F401  (fixtures)
+    fake_upstream,
+    fake_upstream_server,
+    fake_web,
+    fake_web_server,
+)
 
 # A fixed Fernet key for BYOK and destination secrets in tests (never used outside the test suite), so the
 # suite runs the same on a fresh clone, whatever .env or the environment hold.
@@ -153,6 +158,8 @@ def _close_data_plane_threads(django_db_setup):
     yield
     from gateway_project import db_thread
     from inference import recorder
+    from operations.health import health_thread
 
     recorder.shutdown()
     db_thread.shutdown()
+    health_thread.shutdown()

@@ -48,6 +48,8 @@ class Candidate:
     regions: tuple[str, ...]
     input_modalities: tuple[str, ...]
     output_modalities: tuple[str, ...]
+    # The provider's own time limits ((name, seconds) pairs over the GATEWAY_UPSTREAM_* settings).
+    timeout_overrides: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +148,8 @@ class Context:
     outcome: Outcome = field(default_factory=Outcome)
     extras: dict[str, Any] = field(default_factory=dict)  # per-app scratch space, keyed by app label
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
+    client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
+    ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
 
     @property
     def stream(self) -> bool:

@@ -3,13 +3,14 @@
 The contract names ten plugin kinds. A request (or a preset) that names a kind with no implementation here
 gets a 400 naming the plugin and saying it is not supported yet: nothing is accepted and then ignored.
 An implementation is a `Plugin`: `check(name, plugin)` validates the plugin object's own fields (400 naming
-them); `run(ctx, plugin)` runs it before the first upstream turn (see inference.servertools.loop).
+them); `run(ctx, plugin, loop)` runs it before the first upstream turn (see inference.servertools.loop).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import validation_error
@@ -36,10 +37,28 @@ class Plugin:
 
     id: str
     check: Callable[[str, dict[str, Any]], None]  # validates the plugin object's fields (400 naming them)
-    run: Callable[[Any, dict[str, Any]], Awaitable[None]]  # (ctx, plugin object) before the first turn
+    # (ctx, plugin object, loop state) before the first turn: may add to the input and the sources; its fee
+    run: Callable[[Any, dict[str, Any], Any], Awaitable[Decimal]]
+    max_fee: Callable[[Any, dict[str, Any]], Decimal] = lambda ctx, plugin: Decimal(0)  # held before it runs
+    # (ctx, plugin object, field) before the first turn: 400 naming `field` when it cannot run (no engine, ...)
+    ready: Callable[[Any, dict[str, Any], str], None] = lambda ctx, plugin, field: None
 
 
 REGISTRY: dict[str, Plugin] = {}
+IMPLEMENTATIONS: tuple[str, ...] = ()
+_loaded = False
+
+
+def load() -> dict[str, Plugin]:
+    """The registry, with the implementation modules imported (they register themselves) on first use."""
+    global _loaded
+    if not _loaded:
+        import importlib
+
+        for module in IMPLEMENTATIONS:
+            importlib.import_module(module)
+        _loaded = True
+    return REGISTRY
 
 
 def register(plugin: Plugin) -> Plugin:
@@ -54,7 +73,7 @@ def check_plugin(name: str, plugin: dict[str, Any]) -> None:
     plugin_id = plugin.get("id")
     if not isinstance(plugin_id, str) or plugin_id not in PLUGIN_IDS:
         raise validation_error(f"{name}.id", f"must be one of {', '.join(sorted(PLUGIN_IDS))}")
-    implementation = REGISTRY.get(plugin_id)
+    implementation = load().get(plugin_id)
     if implementation is None:
         raise validation_error(f"{name}.id", f"plugin '{plugin_id}' is not supported yet by this gateway")
     implementation.check(name, plugin)
@@ -66,7 +85,7 @@ def enabled_plugins(body: dict[str, Any]) -> list[tuple[Plugin, dict[str, Any]]]
     for plugin in body.get("plugins") or ():
         if plugin.get("enabled") is False:
             continue
-        implementation = REGISTRY.get(plugin.get("id"))
+        implementation = load().get(plugin.get("id"))
         if implementation is None:  # a preset stored before the kind was refused: refuse it now
             raise validation_error("plugins", f"plugin '{plugin.get('id')}' is not supported yet by this gateway")
         found.append((implementation, plugin))

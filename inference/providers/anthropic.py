@@ -6,11 +6,14 @@ document block), consecutive messages of one role merged; `function_call` items 
 blocks, `function_call_output` → user `tool_result` blocks; function tools → tools with `input_schema`;
 `tool_choice` (auto/none/required → auto/none/any, a function → tool; `parallel_tool_calls: false` →
 `disable_parallel_tool_use`); `max_tokens` (required) from `max_output_tokens` or
-GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with a token budget per effort (temperature,
+GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with `reasoning.max_tokens` or a budget per effort (temperature,
 top_p and top_k are then left out, as Anthropic requires); `temperature` (capped at 1), `top_p`, `top_k`;
 `text.format` json_schema → `output_format` with the structured-outputs beta header; content-part
 `cache_control` kept, a top-level `cache_control` marks the last block; `safety_identifier` (or `user`)
-→ `metadata.user_id`. Headers: `x-api-key` and `anthropic-version`. Parsing: `anthropic_parse.py`.
+→ `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported); system
+blocks keep their `cache_control` (`system` is then an array of blocks), as do tools. Headers: `x-api-key`,
+`anthropic-version` and `anthropic-beta` (the request's `anthropic_beta` features from a Messages request, plus
+what the body needs). Parsing: `anthropic_parse.py`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from inference.providers.canonical import (
     input_items,
     item_type,
     output_to_text,
-    text_of,
     unsupported,
 )
 from inference.providers.http import HttpAdapter
@@ -54,6 +56,8 @@ def _block(part: dict[str, Any]) -> dict[str, Any]:
     kind = part.get("type")
     if kind in TEXT_PART_TYPES:
         block: dict[str, Any] = {"type": "text", "text": str(part.get("text", ""))}
+    elif kind == "refusal":
+        block = {"type": "text", "text": str(part.get("refusal", ""))}
     elif kind == "input_image":
         block = {"type": "image", "source": _source(str(part.get("image_url") or ""), part.get("file_id"))}
     elif kind == "input_file":
@@ -87,16 +91,22 @@ def _tool_use(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_messages(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
-    """(system texts, messages) of a Responses request."""
-    system = [body["instructions"]] if body.get("instructions") else []
+def _system_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [_block(part) for part in content_parts(content) if part.get("type") in TEXT_PART_TYPES]
+
+
+def build_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system text blocks, messages) of a Responses request."""
+    system = [{"type": "text", "text": body["instructions"]}] if body.get("instructions") else []
     messages: list[dict[str, Any]] = []
     for item in input_items(body):
         kind = item_type(item)
         if kind == "message":
             role = item.get("role") or "user"
             if role in ("system", "developer"):
-                system.append(text_of(item.get("content")))
+                system.extend(_system_blocks(item.get("content")))
                 continue
             blocks = [_block(part) for part in content_parts(item.get("content"))]
             blocks = [b for b in blocks if b["type"] != "text" or b["text"]]  # Anthropic refuses empty text
@@ -123,6 +133,7 @@ def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
     out["tools"] = [
         {k: v for k, v in (("name", t.get("name", "")), ("description", t.get("description"))) if v}
         | {"input_schema": t.get("parameters") or {"type": "object", "properties": {}}}
+        | ({"cache_control": t["cache_control"]} if t.get("cache_control") else {})
         for t in tools
     ]
     choice = body.get("tool_choice")
@@ -146,6 +157,9 @@ def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
         return None
     if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):
         return None  # Anthropic refuses extended thinking with a forced tool
+    budget = reasoning.get("max_tokens")
+    if isinstance(budget, int) and budget >= MIN_THINKING_BUDGET:
+        return budget  # an explicit budget (a Messages request's thinking.budget_tokens)
     return THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
 
 
@@ -171,19 +185,27 @@ def build_body(
     body: dict[str, Any], upstream_model: str, stream: bool, *, default_max_tokens: int = 4096
 ) -> tuple[dict[str, Any], list[str]]:
     """(the Messages body, the `anthropic-beta` features it needs) of a Responses request (pure)."""
+    for key in ("seed", "logit_bias"):
+        if body.get(key) is not None:
+            raise unsupported(key)
     system, messages = build_messages(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": messages}
-    if system:
-        out["system"] = "\n\n".join(system)
+    if any("cache_control" in block for block in system):
+        out["system"] = system
+    elif system:
+        out["system"] = "\n\n".join(block["text"] for block in system)
+    if body.get("stop"):
+        out["stop_sequences"] = list(body["stop"])
     _tools(body, out)
     _limits(body, out, default_max_tokens)
     if isinstance(body.get("cache_control"), dict) and messages and messages[-1]["content"]:
         messages[-1]["content"][-1].setdefault("cache_control", body["cache_control"])
-    betas = []
+    betas = list(body.get("anthropic_beta") or ())
     fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         out["output_format"] = {"type": "json_schema", "schema": fmt.get("schema") or {}}
-        betas.append(STRUCTURED_OUTPUTS_BETA)
+        if STRUCTURED_OUTPUTS_BETA not in betas:
+            betas.append(STRUCTURED_OUTPUTS_BETA)
     user_id = body.get("safety_identifier") or body.get("user")
     if user_id:
         out["metadata"] = {"user_id": user_id}

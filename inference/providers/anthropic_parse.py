@@ -17,7 +17,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
-from inference.providers.canonical import as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -35,10 +35,12 @@ STOP_REASONS = {
 def parse_usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         return Usage()
-    cached = as_int(data.get("cache_read_input_tokens"))
+    cached = as_count(data.get("cache_read_input_tokens"), "cache_read_input_tokens")
     return Usage(
-        input_tokens=as_int(data.get("input_tokens")) + cached + as_int(data.get("cache_creation_input_tokens")),
-        output_tokens=as_int(data.get("output_tokens")),
+        input_tokens=as_count(data.get("input_tokens"), "input_tokens")
+        + cached
+        + as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens"),
+        output_tokens=as_count(data.get("output_tokens"), "output_tokens"),
         cached_tokens=cached,
     )
 

@@ -65,17 +65,24 @@ class ProviderError(Exception):
         self.raw = raw
         self.retry_after = retry_after
         self.before_first_event = before_first_event
+        # The request cannot succeed at this endpoint but may at another one (the model is unknown there, the
+        # body too large for it, its context too small): routing moves to the next candidate.
+        self.endpoint_specific = False
+        # The upstream may have done (and billed) the work: a timeout waiting for a complete JSON answer.
+        # Sending the same request elsewhere would pay twice, so routing does not fall back.
+        self.maybe_billed = False
 
     @property
     def retryable(self) -> bool:
-        return self.kind in RETRYABLE_KINDS
+        return self.kind in RETRYABLE_KINDS and not self.maybe_billed
 
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
     connect: float = 10.0
-    first_byte: float = 60.0  # until the response head (JSON) or first event (stream)
-    read: float = 120.0  # between stream events / for the whole JSON body
+    first_byte: float = 60.0  # stream: from the send until the first event
+    read: float = 120.0  # stream: between two events (bytes that carry no event, such as comments, do not count)
+    total: float = 600.0  # JSON: from the send until the whole body was read (the answer comes when it is done)
 
 
 @dataclass(slots=True)

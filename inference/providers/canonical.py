@@ -130,3 +130,15 @@ def make_result(upstream_id: str, output: list[dict[str, Any]], usage: Usage, fi
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def as_count(value: Any, name: str) -> int:
+    """A token count from an upstream's usage: absent is 0; a whole number >= 0 (also written `12.0`) is
+    taken; anything else (negative, fractional, a string, a boolean) is a malformed answer, never a count."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ProviderError(ProviderErrorKind.SERVER, f"malformed upstream usage: {name} is {value!r}")

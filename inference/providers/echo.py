@@ -17,6 +17,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
+from inference.providers.canonical import unsupported
 
 
 def _last_user_text(body: dict[str, Any]) -> str:
@@ -38,7 +39,9 @@ def _words(text: str) -> list[str]:
 
 
 class EchoAdapter(Adapter):
-    """Answers `Echo: <last user message>`, cut to `max_output_tokens` words when that is set."""
+    """Answers `Echo: <last user message>`, cut to `max_output_tokens` words when that is set and before the
+    first word holding one of the `stop` sequences (finish `stop`); `seed` changes nothing (the answer is
+    deterministic anyway); `logit_bias` is refused (there are no tokens to bias)."""
 
     api_format = "echo"
 
@@ -46,8 +49,14 @@ class EchoAdapter(Adapter):
         return UpstreamRequest(url="echo://local", headers={}, json={**call.body, "model": call.upstream_model})
 
     def _answer(self, call: UpstreamCall) -> tuple[list[str], CanonicalResult]:
+        if call.body.get("logit_bias") is not None:
+            raise unsupported("logit_bias")
         prompt = _last_user_text(call.body)
         words = ["Echo:", *_words(prompt)]
+        stops = call.body.get("stop") or ()
+        cut = next((i for i, w in enumerate(words) if any(s in w for s in stops)), None)
+        if cut is not None:
+            words = words[:cut]
         limit = call.body.get("max_output_tokens")
         status, reason, finish = "completed", None, "stop"
         if isinstance(limit, int) and limit < len(words):

@@ -20,6 +20,12 @@ import orjson
 from inference.providers.base import ProviderError, ProviderErrorKind
 
 RAW_LIMIT = 2000  # characters of a non-JSON error body kept in `raw`
+MAX_RETRY_AFTER = 60.0  # seconds: an upstream's longer (or absurd) Retry-After is cut to this before it is used
+# Refusals that concern this endpoint only (another provider or model may take the same request): the model
+# is unknown there (404), the body is too large for it (413), it cannot process it (422), or the prompt does
+# not fit its context window.
+ENDPOINT_SPECIFIC_STATUSES = frozenset({404, 413, 422})
+CONTEXT_LENGTH_MARKERS = ("context_length", "context length", "context window", "prompt is too long", "too many tokens")
 
 
 def scrub(value: Any, secret: str) -> Any:
@@ -36,7 +42,13 @@ def scrub(value: Any, secret: str) -> Any:
 
 
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date, at most
+    MAX_RETRY_AFTER."""
+    value = _retry_after(headers)
+    return None if value is None else min(value, MAX_RETRY_AFTER)
+
+
+def _retry_after(headers: Any) -> float | None:
     millis = headers.get("retry-after-ms")
     if millis:
         try:
@@ -98,9 +110,21 @@ def error_for_status(status: int, data: bytes, headers: Any, secret: str) -> Pro
     kind = kind_for_status(status, raw)
     message = error_message(raw) or f"HTTP {status}"
     retry_after = parse_retry_after(headers) if kind is ProviderErrorKind.RATE_LIMITED else None
-    return ProviderError(
+    error = ProviderError(
         kind, f"upstream returned {status}: {message}", status=status, raw=raw, retry_after=retry_after
     )
+    error.endpoint_specific = is_endpoint_specific(kind, status, raw)
+    return error
+
+
+def is_endpoint_specific(kind: ProviderErrorKind, status: Any, raw: Any) -> bool:
+    """A refusal another endpoint may not share (see ENDPOINT_SPECIFIC_STATUSES)."""
+    if kind is not ProviderErrorKind.BAD_REQUEST:
+        return False
+    if status in ENDPOINT_SPECIFIC_STATUSES:
+        return True
+    text = str(raw).lower()
+    return any(marker in text for marker in CONTEXT_LENGTH_MARKERS)
 
 
 def error_for_exception(exc: BaseException, secret: str) -> ProviderError:
@@ -161,5 +185,7 @@ def body_error(error: Any, raw: Any) -> ProviderError:
         message = error.get("message") or str(code or "error")
         status = error.get("code") if isinstance(error.get("code"), int) else None
         kind = kind_for_code(code if isinstance(code, str) else "", status)
-        return ProviderError(kind, f"upstream error: {message}", status=status, raw=raw)
+        result = ProviderError(kind, f"upstream error: {message}", status=status, raw=raw)
+        result.endpoint_specific = is_endpoint_specific(kind, status, error)
+        return result
     return ProviderError(ProviderErrorKind.SERVER, f"upstream error: {error}", raw=raw)

@@ -1,9 +1,19 @@
 """The thin shared send of the HTTP adapters: one pooled aiohttp session per event loop, time limits,
 server-sent events, and the mapping of every upstream failure to a `ProviderErrorKind`.
 
-Time limits (`Timeouts` of the call): `connect` for the TCP connect; `first_byte` from the send until the
-response head and, for a stream, its first event; `read` for the whole JSON body after the head, and
-between two reads of a stream. Any of them running out is `TIMEOUT`.
+Time limits (`Timeouts` of the call): `connect` for the TCP connect. A JSON call has one limit, `total`, from
+the send until the whole body was read: a provider answers a non-streaming call only when the answer is done,
+so a "first byte" limit would cut long generations; running out is TIMEOUT marked `maybe_billed` (routing
+does not send the same request to another provider, which would pay twice). A stream has `first_byte` from
+the send until its first event, and `read` between two events: bytes that carry no event (comment pings)
+do not count as progress, so an upstream that only pings is cut after `read` seconds. Any of them running
+out is `TIMEOUT`.
+
+Redirects are never followed: a 3xx is SERVER without its body (a redirect would carry the platform key and
+the prompt to a host outside the catalog, past the SSRF guard). A stream ends at its `[DONE]` sentinel:
+nothing the upstream sends after it is read. An answer the adapter cannot parse (valid JSON of a wrong
+shape, or counts that are negative or fractional) is SERVER ("malformed upstream ..."), so routing can still
+fall back before the first byte.
 
 Size limit: `settings.GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES` bounds what is read of one answer (a JSON body,
 or all the bytes of a stream); a larger answer is SERVER ("upstream response larger than N bytes") and its
@@ -44,6 +54,7 @@ from inference.providers.base import (
     UpstreamRequest,
 )
 from inference.providers.errors import (
+    RAW_LIMIT,
     body_error,
     decode_error_body,
     error_for_exception,
@@ -94,11 +105,10 @@ def _drop_sessions_at_exit() -> None:
     _sessions.clear()
 
 
-@functools.lru_cache(maxsize=64)
-def _client_timeout(timeouts: Timeouts) -> aiohttp.ClientTimeout:
-    return aiohttp.ClientTimeout(
-        total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=timeouts.read
-    )
+@functools.lru_cache(maxsize=128)
+def _client_timeout(timeouts: Timeouts, stream: bool) -> aiohttp.ClientTimeout:
+    read = timeouts.read if stream else timeouts.total
+    return aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=read)
 
 
 def max_response_bytes() -> int:
@@ -129,26 +139,43 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
 # --- send ---------------------------------------------------------------------------------------------------
 
 
-async def _open(request: UpstreamRequest, timeouts: Timeouts) -> aiohttp.ClientResponse:
-    return await get_session().post(
-        request.url, data=orjson.dumps(request.json), headers=request.headers, timeout=_client_timeout(timeouts)
+async def _open(request: UpstreamRequest, timeouts: Timeouts, stream: bool) -> aiohttp.ClientResponse:
+    response = await get_session().post(
+        request.url,
+        data=orjson.dumps(request.json),
+        headers=request.headers,
+        timeout=_client_timeout(timeouts, stream),
+        allow_redirects=False,
     )
+    if 300 <= response.status < 400:
+        response.close()  # the redirect's body (and its target) stays unread
+        raise ProviderError(
+            ProviderErrorKind.SERVER,
+            f"upstream answered {response.status} (a redirect); redirects are not followed",
+            status=response.status,
+        )
+    return response
 
 
 async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> Any:
     """POST `request` and return its parsed JSON answer; every failure is a ProviderError."""
-    loop = asyncio.get_running_loop()
+    sent = False
     try:
-        async with asyncio.timeout(timeouts.first_byte) as deadline:
-            response = await _open(request, timeouts)
-            deadline.reschedule(loop.time() + timeouts.read)
+        async with asyncio.timeout(timeouts.total):
+            response = await _open(request, timeouts, False)
+            sent = True
             try:
                 data = await _read_bounded(response, max_response_bytes())
             except BaseException:
                 response.close()
                 raise
             response.release()
-    except (TimeoutError, aiohttp.ClientError) as exc:
+    except TimeoutError as exc:
+        error = error_for_exception(exc, secret)
+        # Past the connect the request reached the provider, which may be generating (and billing) it.
+        error.maybe_billed = sent or not isinstance(exc, aiohttp.ConnectionTimeoutError)
+        raise error
+    except aiohttp.ClientError as exc:
         raise error_for_exception(exc, secret)
     if response.status >= 400:
         raise error_for_status(response.status, data, response.headers, secret)
@@ -169,7 +196,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     try:
         try:
             async with asyncio.timeout(timeouts.first_byte):
-                response = await _open(request, timeouts)
+                response = await _open(request, timeouts, True)
                 if response.status >= 400:
                     data = await _read_bounded(response, limit)
                     raise error_for_status(response.status, data, response.headers, secret)
@@ -190,11 +217,15 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
             if events:
                 yield events
             while chunk:
-                chunk = await response.content.readany()
-                size += len(chunk)
-                if size > limit:
-                    raise too_large(limit)
-                events = decoder.feed(chunk) if chunk else decoder.flush()
+                async with asyncio.timeout(timeouts.read):  # per event: bytes without an event are no progress
+                    while True:
+                        chunk = await response.content.readany()
+                        size += len(chunk)
+                        if size > limit:
+                            raise too_large(limit)
+                        events = decoder.feed(chunk) if chunk else decoder.flush()
+                        if events or not chunk:
+                            break
                 if events:
                     yield events
             finished = True
@@ -241,6 +272,9 @@ class HttpAdapter(Adapter):
             return self.parse_response(data)
         except ProviderError as error:
             raise _scrubbed(error, secret)
+        except PARSE_ERRORS as exc:
+            raw = orjson.dumps(data)[:RAW_LIMIT].decode("utf-8", "replace")
+            raise _scrubbed(malformed(f"JSON body ({type(exc).__name__}: {exc})", raw=raw), secret)
 
     async def stream(self, call: UpstreamCall) -> AsyncIterator[CanonicalEvent]:
         secret = call.credential.api_key
@@ -250,15 +284,39 @@ class HttpAdapter(Adapter):
             request = self.build_request(call)
             async with contextlib.aclosing(post_sse(request, call.timeouts, secret)) as reads:
                 async for events in reads:
-                    produced = False
+                    produced = done = False
                     for sse in events:
-                        for event in parser.feed(sse):
+                        for event in _feed(parser, sse):
                             yielded = produced = True
                             yield event
+                        if sse.data == DONE:
+                            done = True  # the end: whatever the upstream sends after it is not read
+                            break
                     if produced:
                         yield FLUSH
-            result = parser.finish()
+                    if done:
+                        break
+            result = _finish(parser)
         except ProviderError as error:
             error.before_first_event = not yielded
             raise _scrubbed(error, secret)
         yield StreamDone(result)
+
+
+DONE = "[DONE]"
+PARSE_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError)
+
+
+def _feed(parser: StreamParser, sse: ServerSentEvent) -> list[CanonicalEvent]:
+    """The parser's events for one SSE event; a chunk of an unexpected shape is a malformed stream."""
+    try:
+        return parser.feed(sse)
+    except PARSE_ERRORS as exc:
+        raise malformed(f"stream event ({type(exc).__name__}: {exc})", raw=sse.data[:RAW_LIMIT])
+
+
+def _finish(parser: StreamParser) -> CanonicalResult:
+    try:
+        return parser.finish()
+    except PARSE_ERRORS as exc:
+        raise malformed(f"stream ({type(exc).__name__}: {exc})")

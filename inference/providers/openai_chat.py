@@ -7,7 +7,8 @@ Request (`build_body`, pure): `instructions` and system/developer messages → `
 function calls → the assistant's `tool_calls`, outputs → `tool` messages; reasoning items are dropped);
 function tools → chat tools; `tool_choice`; `text.format` json_schema/json_object → `response_format`;
 `reasoning.effort` → `reasoning_effort`; `max_output_tokens` → `max_completion_tokens` (api.openai.com) or
-`max_tokens` (other vendors); sampling parameters; `top_logprobs` → `logprobs` + `top_logprobs`; a stream
+`max_tokens` (other vendors); sampling parameters (and `stop`, `seed`, `logit_bias` of a Chat Completions
+request); `top_logprobs` → `logprobs` + `top_logprobs`; a stream
 asks for `stream_options.include_usage`. Response parsing and the stream parser live in
 `openai_chat_parse.py`.
 """
@@ -31,7 +32,7 @@ from inference.providers.canonical import (
 from inference.providers.http import HttpAdapter
 from inference.providers.openai_chat_parse import ChatStreamParser, parse_response
 
-SAMPLING_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty")
+SAMPLING_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "stop", "seed", "logit_bias")
 OPENAI_ONLY_FIELDS = ("service_tier", "prompt_cache_key", "safety_identifier")
 CHAT_EFFORTS = {"max": "high", "xhigh": "high"}  # efforts Chat Completions does not know
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
-from inference.providers.canonical import as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -28,10 +28,12 @@ def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     return Usage(
-        input_tokens=as_int(usage.get("prompt_tokens")),
-        output_tokens=as_int(usage.get("completion_tokens")),
-        cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
-        reasoning_tokens=as_int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens")),
+        input_tokens=as_count(usage.get("prompt_tokens"), "prompt_tokens"),
+        output_tokens=as_count(usage.get("completion_tokens"), "completion_tokens"),
+        cached_tokens=as_count((usage.get("prompt_tokens_details") or {}).get("cached_tokens"), "cached_tokens"),
+        reasoning_tokens=as_count(
+            (usage.get("completion_tokens_details") or {}).get("reasoning_tokens"), "reasoning_tokens"
+        ),
     )
 
 

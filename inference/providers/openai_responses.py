@@ -4,7 +4,9 @@ The body goes up nearly as it came: `model` becomes the endpoint's upstream mode
 false (the gateway is stateless), and only the parameters of OpenAI's Responses API are kept, so
 gateway-only fields (`models`, `provider`, `plugins`, `route`, `session_id`, `trace`, `debug`,
 `stop_server_tools_when`, ...) never leave the gateway. Gateway server tools (`service:...`) are removed,
-`defer_loading` is dropped from tools, `reasoning.enabled` is folded away, `service_tier: fast` becomes
+`defer_loading` and `cache_control` are dropped from tools (OpenAI caches prompts by itself), `reasoning.enabled`
+is folded away and `reasoning.max_tokens` (a thinking budget) left out, `stop`, `seed` and `logit_bias` (from a
+Chat Completions or Messages request) are refused as unsupported, `service_tier: fast` becomes
 `priority`, and `cache_control` / `prompt_cache_breakpoint` markers are removed from content parts.
 """
 
@@ -21,7 +23,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_int, is_gateway_tool
+from inference.providers.canonical import as_count, is_gateway_tool, unsupported
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
@@ -51,6 +53,8 @@ FORWARDED_FIELDS = frozenset(
     }
 )
 _PART_MARKERS = ("cache_control", "prompt_cache_breakpoint")
+# Members a Chat Completions or Messages request may carry that the Responses API has no equivalent for.
+UNSUPPORTED_FIELDS = ("stop", "seed", "logit_bias")
 
 
 def _clean_input(value: Any) -> Any:
@@ -68,14 +72,14 @@ def _clean_input(value: Any) -> Any:
 
 def _clean_tools(tools: list[Any]) -> list[Any]:
     return [
-        {k: v for k, v in tool.items() if k != "defer_loading"}
+        {k: v for k, v in tool.items() if k not in ("defer_loading", "cache_control")}
         for tool in tools
         if isinstance(tool, dict) and not is_gateway_tool(tool)
     ]
 
 
 def _clean_reasoning(reasoning: dict[str, Any]) -> dict[str, Any] | None:
-    cleaned = {k: v for k, v in reasoning.items() if k != "enabled" and v is not None}
+    cleaned = {k: v for k, v in reasoning.items() if k not in ("enabled", "max_tokens") and v is not None}
     if cleaned.get("effort") == "max":
         cleaned["effort"] = "xhigh"
     if reasoning.get("enabled") is True and "effort" not in cleaned:
@@ -85,6 +89,9 @@ def _clean_reasoning(reasoning: dict[str, Any]) -> dict[str, Any] | None:
 
 def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[str, Any]:
     """The upstream Responses body of a gateway request (pure)."""
+    for key in UNSUPPORTED_FIELDS:
+        if body.get(key) is not None:
+            raise unsupported(key)
     out: dict[str, Any] = {"model": upstream_model}
     for key, value in body.items():
         if key in FORWARDED_FIELDS and value is not None:
@@ -115,10 +122,12 @@ def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
         return Usage()
     return Usage(
-        input_tokens=as_int(usage.get("input_tokens")),
-        output_tokens=as_int(usage.get("output_tokens")),
-        cached_tokens=as_int((usage.get("input_tokens_details") or {}).get("cached_tokens")),
-        reasoning_tokens=as_int((usage.get("output_tokens_details") or {}).get("reasoning_tokens")),
+        input_tokens=as_count(usage.get("input_tokens"), "input_tokens"),
+        output_tokens=as_count(usage.get("output_tokens"), "output_tokens"),
+        cached_tokens=as_count((usage.get("input_tokens_details") or {}).get("cached_tokens"), "cached_tokens"),
+        reasoning_tokens=as_count(
+            (usage.get("output_tokens_details") or {}).get("reasoning_tokens"), "reasoning_tokens"
+        ),
     )
 
 

@@ -19,10 +19,13 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    __slots__ = ("_buffer", "_data", "_event", "_skip_lf")
+    """Linear in the bytes fed: an unterminated line is kept as a list of chunks and joined once, when the
+    chunk that ends it arrives (a line growing without a newline costs one append per chunk, not a copy)."""
+
+    __slots__ = ("_data", "_event", "_pending", "_skip_lf")
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._pending: list[bytes] = []
         self._event = ""
         self._data: list[str] = []
         self._skip_lf = False
@@ -31,12 +34,23 @@ class SSEDecoder:
         if self._skip_lf and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the `\n` of a `\r\n` split across chunks
         self._skip_lf = False
-        buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\n" not in chunk and b"\r" not in chunk:
+            if chunk:
+                self._pending.append(chunk)
+            return []
+        if self._pending:
+            self._pending.append(chunk)
+            buffer = b"".join(self._pending)
+            self._pending = []
+        else:
+            buffer = chunk
         if b"\r" in buffer:
             self._skip_lf = buffer.endswith(b"\r")
             buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buffer.split(b"\n")
-        self._buffer = lines.pop()
+        rest = lines.pop()
+        if rest:
+            self._pending.append(rest)
         events: list[ServerSentEvent] = []
         for line in lines:
             self._line(line, events)
@@ -45,7 +59,7 @@ class SSEDecoder:
     def flush(self) -> list[ServerSentEvent]:
         """End of the body: the unterminated last line and event, if any."""
         events: list[ServerSentEvent] = []
-        rest, self._buffer = self._buffer, b""
+        rest, self._pending = b"".join(self._pending), []
         if rest:
             self._line(rest, events)
         self._line(b"", events)

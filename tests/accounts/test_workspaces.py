@@ -47,13 +47,16 @@ def test_members_add_list_remove(api, org, other_org):
     stranger = other_org.admin
     url = f"/api/v1/workspaces/{org.workspace.slug}/members"
     response = api.post(f"{url}/add", {"user_ids": [str(user.id)], "role": "admin"}, format="json")
-    assert response.json() == {"assigned_count": 1}
+    body = response.json()
+    assert (body["assigned_count"], body["added_count"]) == (1, 1)
+    assert [(m["user_id"], m["role"]) for m in body["data"]] == [(str(user.id), "admin")]
     members = api.get(url).json()
     assert members["total_count"] == 1 and members["data"][0]["role"] == "admin"
     response = api.post(f"{url}/add", {"user_ids": [str(stranger.id)]}, format="json")
     assert response.status_code == 400 and response.json()["error"]["metadata"]["field"] == "user_ids"
     response = api.post(f"{url}/add", {"user_ids": ["not-a-uuid"]}, format="json")
     assert response.status_code == 400
-    assert api.post(f"{url}/remove", {"user_ids": [str(user.id)]}, format="json").json() == {"unassigned_count": 1}
+    removed = api.post(f"{url}/remove", {"user_ids": [str(user.id)]}, format="json").json()
+    assert removed == {"unassigned_count": 1, "removed_count": 1}
     assert not WorkspaceMember.objects.filter(user=user).exists()
     assert api.post(f"{url}/add", {"user_ids": []}, format="json").status_code == 400

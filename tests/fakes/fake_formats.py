@@ -18,6 +18,8 @@ class Reply:
     tool_call_id: str = "call_fake_1"
     tool_arguments: list[str] = field(default_factory=list)  # argument JSON in stream pieces
     finish: str = "stop"  # stop | length | content_filter | tool_calls
+    more_calls: list[tuple[str, str, str]] = field(default_factory=list)  # (call_id, name, arguments), Responses only
+    fail_status: int | None = None  # a scripted failure: the format's error body with this HTTP status
     input_tokens: int = 12  # total prompt tokens, cached included
     cached_tokens: int = 4
     reasoning_tokens: int = 2
@@ -46,15 +48,17 @@ def sse(data: Any, event: str | None = None) -> bytes:
 
 def _responses_output(reply: Reply) -> list[dict[str, Any]]:
     if reply.tool_name:
+        calls = [(reply.tool_call_id, reply.tool_name, reply.arguments), *reply.more_calls]
         return [
             {
                 "type": "function_call",
-                "id": "fc_fake_1",
-                "call_id": reply.tool_call_id,
-                "name": reply.tool_name,
-                "arguments": reply.arguments,
+                "id": f"fc_fake_{number}",
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
                 "status": "completed",
             }
+            for number, (call_id, name, arguments) in enumerate(calls, 1)
         ]
     text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
     return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [text]}]
@@ -87,24 +91,16 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
     ]
     item = _responses_output(reply)[0]
     if reply.tool_name:
-        events.append({"type": "response.output_item.added", "output_index": 0, "item": item | {"arguments": ""}})
-        for piece in reply.tool_arguments:
+        for index, call in enumerate(_responses_output(reply)):
+            pieces = reply.tool_arguments if index == 0 else [call["arguments"]]
+            ref = {"item_id": call["id"], "output_index": index}
             events.append(
-                {
-                    "type": "response.function_call_arguments.delta",
-                    "item_id": "fc_fake_1",
-                    "output_index": 0,
-                    "delta": piece,
-                }
+                {"type": "response.output_item.added", "output_index": index, "item": call | {"arguments": ""}}
             )
-        events.append(
-            {
-                "type": "response.function_call_arguments.done",
-                "item_id": "fc_fake_1",
-                "output_index": 0,
-                "arguments": reply.arguments,
-            }
-        )
+            for piece in pieces:
+                events.append({"type": "response.function_call_arguments.delta", **ref, "delta": piece})
+            events.append({"type": "response.function_call_arguments.done", **ref, "arguments": call["arguments"]})
+            events.append({"type": "response.output_item.done", "output_index": index, "item": call})
     else:
         events.append({"type": "response.output_item.added", "output_index": 0, "item": item | {"content": []}})
         for piece in reply.pieces:
@@ -128,7 +124,7 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
                 "logprobs": [],
             }
         )
-    events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
     final = responses_json(model, reply)
     events.append({"type": f"response.{final['status']}", "response": final})
     for number, event in enumerate(events):

@@ -35,6 +35,11 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 
 `fake.response_headers` (default none) are added to every answer, e.g. a `Set-Cookie`.
 
+Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
+one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
+back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
+`more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
+
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
 
@@ -123,6 +128,7 @@ class FakeUpstream:
     response_headers: dict[str, str] = field(default_factory=dict)  # added to every answer (e.g. Set-Cookie)
 
     def __post_init__(self) -> None:
+        self.script: list[formats.Reply] = []  # replies played in order, whatever the model (then the default)
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[str] = []
         self.disconnected = threading.Event()
@@ -165,6 +171,7 @@ class FakeUpstream:
         with self._lock:
             self.requests.clear()
             self.disconnects.clear()
+            self.script.clear()
         self.disconnected.clear()
         if self._loop is not None and self.disconnect_event is not None:
             self._loop.call_soon_threadsafe(self.disconnect_event.clear)
@@ -262,6 +269,9 @@ class FakeUpstream:
         return web.json_response(formats.error_body(path, status, key), status=status, headers=headers)
 
     def _reply(self, scenario: _Scenario, body: dict[str, Any]) -> formats.Reply:
+        with self._lock:
+            if self.script:
+                return self.script.pop(0)
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")
         if scenario.name == "tool-call":
             return formats.Reply(
@@ -297,7 +307,10 @@ class FakeUpstream:
             await asyncio.sleep(scenario.delay if scenario.delay is not None else self.first_byte_delay)
         if name == "garbage-json":
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
-        document, frames = self._render(request.path, body, self._reply(scenario, body))
+        reply = self._reply(scenario, body)
+        if reply.fail_status:
+            return self._error(request.path, reply.fail_status, record.auth)
+        document, frames = self._render(request.path, body, reply)
         if not record.stream:
             return await self._send_json(request, document, name, scenario.delay)
         return await self._send_stream(request, frames, scenario)

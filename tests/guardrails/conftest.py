@@ -28,7 +28,22 @@ def _fresh_policy_cache():
     middleware._policies.clear()
 
 
-def make_ctx(key_hash: str, body: dict | None = None, host: str = "127.0.0.1:8000", headers=None) -> Context:
+PROXY_ADDRESS = "10.0.0.1"
+# A deployment whose proxy (at PROXY_ADDRESS) sets the data region of each request in a header.
+REGION_PROXY = {"GATEWAY_REGION_HEADER": "X-Gateway-Region", "GATEWAY_TRUSTED_PROXIES": ["10.0.0.0/30"]}
+
+
+def make_ctx(
+    key_hash: str,
+    body: dict | None = None,
+    host: str = "127.0.0.1:8000",
+    headers=None,
+    region: str | None = None,
+    client_ip: str = "192.0.2.7",
+) -> Context:
+    """A context; `region` makes it come through the trusted proxy of REGION_PROXY with that region's header."""
+    if region is not None:
+        headers, client_ip = {**(headers or {}), "x-gateway-region": region}, PROXY_ADDRESS
     return Context(
         request_id=uuid.uuid4().hex,
         created_at=datetime.now(UTC),
@@ -41,6 +56,7 @@ def make_ctx(key_hash: str, body: dict | None = None, host: str = "127.0.0.1:800
         body=body if body is not None else {"model": "openai/gpt-4o-mini", "input": "Hello there"},
         principal=Principal.from_key(ApiKey.objects.get(hash=key_hash)),
         policy_version=read_policy_version(),
+        client_ip=client_ip,
     )
 
 

@@ -10,7 +10,8 @@ from guardrails import middleware
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 
 MODEL = "openai/gpt-guard"
-REGIONS = {"europe": "eu.gw.test", "us": "us.gw.test"}
+# The test client reaches the gateway from 127.0.0.1, here the trusted proxy that sets the region header.
+LOOPBACK_PROXY = {"GATEWAY_REGION_HEADER": "X-Gateway-Region", "GATEWAY_TRUSTED_PROXIES": ["127.0.0.1/32"]}
 
 
 @pytest.fixture
@@ -125,14 +126,17 @@ def test_flagged_passes_and_is_recorded(gateway, api, org, fake_upstream):
     assert generation.pipeline[0]["data"]["patterns"] == ["[PROMPT_INJECTION]"]
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
-def test_region_refused_by_host_header(gateway, api, org, fake_upstream):
+@override_settings(**LOOPBACK_PROXY)
+def test_region_from_the_trusted_proxy_header_never_from_host(gateway, api, org, fake_upstream):
     admin(api, "patch", f"/guardrails/{org.workspace.default_guardrail_id}", {"allowed_data_regions": ["europe"]})
-    refused = infer(gateway, org)  # 127.0.0.1 is the global region
+    refused = infer(gateway, org)  # no header: the process's region, global
     assert refused.status_code == 403
     assert "global" in refused.json()["error"]["message"]
-    assert infer(gateway, org, headers={"Host": "us.gw.test"}).status_code == 403
-    served = infer(gateway, org, headers={"Host": "eu.gw.test", "X-Service-Metadata": "enabled"})
+    assert infer(gateway, org, headers={"X-Gateway-Region": "us"}).status_code == 403
+    assert infer(gateway, org, headers={"Host": "eu.gw.test"}).status_code == 403  # a client-chosen Host
+    with override_settings(GATEWAY_TRUSTED_PROXIES=["10.0.0.0/8"]):  # the header from an untrusted peer
+        assert infer(gateway, org, headers={"X-Gateway-Region": "europe"}).status_code == 403
+    served = infer(gateway, org, headers={"X-Gateway-Region": "europe", "X-Service-Metadata": "enabled"})
     assert served.status_code == 200, served.json()
     assert served.json()["service_metadata"]["region"] == "europe"
     assert len(fake_upstream.requests) == 1
@@ -183,7 +187,7 @@ def test_patch_applies_to_the_next_request(gateway, api, org, fake_upstream):
     assert infer(gateway, org).status_code == 403
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
+@override_settings(**LOOPBACK_PROXY)
 def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
     add_endpoint("echo/echo-1", "echo")
     admin(api, "patch", f"/guardrails/{org.workspace.default_guardrail_id}", {
@@ -196,7 +200,7 @@ def test_intersection_of_three_guardrails(gateway, api, org, fake_upstream):
     })["data"]  # fmt: skip
     admin(api, "post", f"/guardrails/{member['id']}/assignments/members", {"member_user_ids": [str(org.admin.id)]})
     key_guardrail(api, org, allowed_data_regions=["us", "global"], allowed_models=[MODEL])
-    eu, us = {"Host": "eu.gw.test"}, {"Host": "us.gw.test", "X-Service-Metadata": "enabled"}
+    eu, us = {"X-Gateway-Region": "europe"}, {"X-Gateway-Region": "us", "X-Service-Metadata": "enabled"}
 
     assert infer(gateway, org, headers=eu).status_code == 403  # region: {europe, us} ∩ {us, global} = {us}
     assert infer(gateway, org).status_code == 403  # global
@@ -252,3 +256,59 @@ def test_guardrail_applies_to_the_request_a_preset_produced(gateway, api, org, f
     refused = infer(gateway, org, model="@preset/support")
     assert refused.status_code == 403
     assert MODEL in refused.json()["error"]["message"]  # the model the preset resolved to
+
+
+def test_redaction_reaches_every_place_text_goes_upstream(gateway, api, org, fake_upstream):
+    """Tool calls' arguments, tool outputs as part lists, tool descriptions and parameter descriptions, reasoning
+    summaries, inline text files: the provider never sees the address (before, 2 of these 8 places were scanned)."""
+    import base64
+
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": "redact"}])
+    leak = "jane.roe@example.com"
+    note = base64.b64encode(f"contact {leak} today".encode()).decode()
+    tool = {
+        "type": "function",
+        "name": "send_mail",
+        "description": f"Mails {leak} by default",
+        "parameters": {"type": "object", "properties": {"to": {"type": "string", "description": f"e.g. {leak}"}}},
+    }
+    body = {
+        "model": MODEL,
+        "tools": [tool],
+        "input": [
+            {"role": "user", "content": [
+                {"type": "input_text", "text": "summarise the file"},
+                {"type": "input_file", "filename": "note.txt", "file_data": f"data:text/plain;base64,{note}"},
+            ]},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": f"user is {leak}"}]},
+            {"type": "function_call", "call_id": "c1", "name": "send_mail", "arguments": f'{{"to": "{leak}"}}'},
+            {"type": "function_call_output", "call_id": "c1",
+             "output": [{"type": "input_text", "text": f"sent to {leak}"}]},
+        ],
+    }  # fmt: skip
+    response = infer(gateway, org, body, headers={"X-Service-Metadata": "enabled"})
+    assert response.status_code == 200, response.json()
+    sent = fake_upstream.last.raw.decode()
+    assert leak not in sent and note not in sent
+    assert "[EMAIL]" in sent
+    stage = response.json()["service_metadata"]["pipeline"][0]
+    assert stage["data"]["action"] == "redact" and stage["data"]["patterns"] == ["[EMAIL]"]
+
+
+@pytest.mark.parametrize("action", ["redact", "block"])
+def test_a_file_the_filters_cannot_read_is_refused_by_an_enforcing_guardrail(gateway, api, org, fake_upstream, action):
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": action}])
+    pdf = {"type": "input_file", "filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}
+    body = {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_text", "text": "read"}, pdf]}]}
+    response = infer(gateway, org, body)
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert "cannot read input_file 'report.pdf'" in error["message"] and error["metadata"]["files"] == ["report.pdf"]
+    assert fake_upstream.requests == []
+
+
+def test_a_flag_only_guardrail_lets_an_unreadable_file_through(gateway, api, org, fake_upstream):
+    key_guardrail(api, org, content_filter_builtins=[{"slug": "email", "action": "flag"}])
+    pdf = {"type": "input_file", "filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}
+    body = {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_text", "text": "read"}, pdf]}]}
+    assert infer(gateway, org, body).status_code == 200

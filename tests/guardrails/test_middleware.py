@@ -11,10 +11,9 @@ from gateway_project.api.errors import GatewayError
 from guardrails import middleware, services
 from guardrails.models import Guardrail
 from inference.catalog_loader import load_catalog_file
-from tests.guardrails.conftest import allowed, candidate, make_ctx, run
+from tests.guardrails.conftest import REGION_PROXY, allowed, candidate, make_ctx, run
 
 pytestmark = pytest.mark.django_db
-REGIONS = {"europe": "eu.gw.test", "us": "us.gw.test"}
 
 
 def guardrail(org, **data):
@@ -38,14 +37,20 @@ def test_no_guardrail_changes_nothing(org):
     assert ctx.region == "global"
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
-def test_region_from_host_and_refusal(org):
+@override_settings(**REGION_PROXY)
+def test_region_from_the_trusted_proxy_and_refusal(org):
     assign_key(guardrail(org, allowed_data_regions=["europe"]), org.inference_hash)
-    ctx = make_ctx(org.inference_hash, host="EU.gw.test:443")
+    ctx = make_ctx(org.inference_hash, region="europe")
     run(ctx)
     assert ctx.region == "europe"
-    for host in ("us.gw.test", "unknown.example", "127.0.0.1:8000"):
-        ctx = make_ctx(org.inference_hash, host=host)
+    refused_contexts = [
+        make_ctx(org.inference_hash, region="us"),
+        make_ctx(org.inference_hash, region="mars"),  # not a region: the process's own
+        make_ctx(org.inference_hash, host="eu.gw.test"),  # the client's Host never decides
+        # the header from a client that is not the trusted proxy
+        make_ctx(org.inference_hash, headers={"x-gateway-region": "europe"}, client_ip="10.0.0.9"),
+    ]
+    for ctx in refused_contexts:
         with pytest.raises(GatewayError) as refused:
             run(ctx)
         assert refused.value.status == 403
@@ -54,14 +59,14 @@ def test_region_from_host_and_refusal(org):
     assert refused.value.metadata["region"] == "global"
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
+@override_settings(**REGION_PROXY)
 def test_regions_intersect_over_non_null_lists(org):
     default_guardrail(org, allowed_data_regions=["europe", "us"])
     assign_key(guardrail(org, allowed_data_regions=["us", "global"]), org.inference_hash)
-    run(make_ctx(org.inference_hash, host="us.gw.test"))
-    for host in ("eu.gw.test", "localhost"):
+    run(make_ctx(org.inference_hash, region="us"))
+    for region in ("europe", None):
         with pytest.raises(GatewayError):
-            run(make_ctx(org.inference_hash, host=host))
+            run(make_ctx(org.inference_hash, region=region))
 
 
 def test_requested_model_not_allowed_is_403_naming_it(org):
@@ -221,7 +226,7 @@ def test_spend_limits_declared_per_key_and_member(org):
     assert limits["guardrail 'key'"].interval == "lifetime" and limits["guardrail 'key'"].include_byok is True
 
 
-@override_settings(GATEWAY_REGION_HOSTS=REGIONS)
+@override_settings(**REGION_PROXY)
 def test_intersection_of_three_guardrails(org):
     load_catalog_file("catalog/default.yaml")
     default_guardrail(
@@ -244,19 +249,15 @@ def test_intersection_of_three_guardrails(org):
     assign_key(key_g, org.inference_hash)
 
     with pytest.raises(GatewayError):  # regions: {europe, global} ∩ {europe}
-        run(make_ctx(org.inference_hash, host="localhost"))
+        run(make_ctx(org.inference_hash))
     with pytest.raises(GatewayError) as refused:  # allowed by member, not by key
-        run(make_ctx(org.inference_hash, {"model": "anthropic/claude-sonnet-4", "input": "x"}, host="eu.gw.test"))
+        run(make_ctx(org.inference_hash, {"model": "anthropic/claude-sonnet-4", "input": "x"}, region="europe"))
     assert "anthropic/claude-sonnet-4" in refused.value.message
     with pytest.raises(GatewayError):  # allowed by key, not by member
-        run(
-            make_ctx(
-                org.inference_hash, {"model": "meta-llama/llama-3.3-70b-instruct", "input": "x"}, host="eu.gw.test"
-            )
-        )
+        run(make_ctx(org.inference_hash, {"model": "meta-llama/llama-3.3-70b-instruct", "input": "x"}, region="europe"))
 
     ctx = make_ctx(org.inference_hash, {"model": "openai/gpt-4o-mini", "input": "Project Falcon: x@y.org"},
-                   host="eu.gw.test")  # fmt: skip
+                   region="europe")  # fmt: skip
     run(ctx)
     assert ctx.body["input"] == "Project Falcon: [EMAIL]"
     assert [(s["guardrail_scope"], s["data"]["action"]) for s in ctx.pipeline] == [
@@ -267,7 +268,7 @@ def test_intersection_of_three_guardrails(org):
     assert [limit.scope_id for limit in ctx.spend_limits] == [f"{key_g.id}:key:{org.inference_hash}"]
     with pytest.raises(GatewayError) as blocked:
         run(make_ctx(org.inference_hash, {"model": "openai/gpt-4o-mini", "input": "ssn 123-45-6789"},
-                     host="eu.gw.test"))  # fmt: skip
+                     region="europe"))  # fmt: skip
     assert blocked.value.metadata["patterns"] == ["[SSN]"]
 
 
@@ -314,12 +315,67 @@ def test_several_custom_patterns_each_apply_where_they_match(org):
 
 
 @pytest.mark.parametrize(
-    ("host", "region"),
-    [("eu1.gw.test", "europe"), ("EU2.gw.test:443", "europe"), ("us.gw.test", "us"), ("[::1]:8000", "global"),
-     ("", "global"), ("eu1.gw.test.evil.com", "global")],
-)  # fmt: skip
-def test_region_for_host(host, region):
-    from guardrails.middleware import region_for_host
+    ("settings_", "client_ip", "headers", "region"),
+    [
+        ({}, "10.0.0.1", {"x-gateway-region": "europe"}, "global"),  # no header configured
+        ({"GATEWAY_REGION": "europe"}, "192.0.2.7", {}, "europe"),  # the process's region
+        ({"GATEWAY_REGION": "us", **REGION_PROXY}, "10.0.0.2", {"x-gateway-region": "europe"}, "europe"),
+        ({"GATEWAY_REGION": "us", **REGION_PROXY}, "10.0.0.4", {"x-gateway-region": "europe"}, "us"),  # not trusted
+        ({"GATEWAY_REGION": "us", **REGION_PROXY}, "10.0.0.2", {"x-gateway-region": "EU"}, "us"),  # unknown value
+        ({**REGION_PROXY}, "", {"x-gateway-region": "europe"}, "global"),  # no peer address
+        ({**REGION_PROXY, "GATEWAY_TRUSTED_PROXIES": ["::1"]}, "::1", {"x-gateway-region": "us"}, "us"),
+    ],
+)
+def test_request_region(settings_, client_ip, headers, region):
+    from guardrails.regions import request_region
 
-    with override_settings(GATEWAY_REGION_HOSTS={"europe": "eu1.gw.test;eu2.gw.test", "us": "us.gw.test"}):
-        assert region_for_host(host) == region
+    with override_settings(**settings_):
+        assert request_region(client_ip, {"host": "eu.gw.test", **headers}) == region
+
+
+def test_the_retired_region_hosts_setting_and_bad_region_settings_stop_the_start():
+    from guardrails.regions import check_region_settings
+
+    assert check_region_settings() == []
+    with override_settings(GATEWAY_REGION_HOSTS_SET=True, GATEWAY_REGION="mars", GATEWAY_TRUSTED_PROXIES=["x"]):
+        assert sorted(e.id for e in check_region_settings()) == [
+            "guardrails.E001",
+            "guardrails.E002",
+            "guardrails.E003",
+        ]
+
+
+def test_every_text_location_is_a_slot():
+    """The places content filters read (docs/guardrails.md lists them), each written back where it was."""
+    import base64
+
+    from guardrails.content import opaque_files, request_texts
+
+    data = base64.b64encode(b"file text").decode()
+    body = {
+        "instructions": "system text",
+        "tools": [{"type": "function", "name": "f", "description": "tool text",
+                   "parameters": {"properties": {"a": {"description": "param text", "title": "title text"}}}}],
+        "prompt": {"id": "p", "variables": {"v": "variable text", "w": {"type": "input_text", "text": "part text"}}},
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "user text"},
+                                         {"type": "input_file", "file_data": f"data:text/plain;base64,{data}"},
+                                         {"type": "input_file", "filename": "x.pdf", "file_id": "file-1"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "summary text"}]},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "arguments text"},
+            {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "output text"}]},
+        ],
+    }  # fmt: skip
+    slots = request_texts(body)
+    assert sorted(slot.text for slot in slots) == sorted(
+        ["system text", "tool text", "param text", "title text", "variable text", "part text", "user text",
+         "file text", "summary text", "arguments text", "output text"]
+    )  # fmt: skip
+    for slot in slots:
+        slot.write(slot.text.upper())
+    assert (
+        body["input"][0]["content"][1]["file_data"]
+        == "data:text/plain;base64," + base64.b64encode(b"FILE TEXT").decode()
+    )
+    assert body["prompt"]["variables"]["v"] == "VARIABLE TEXT" and body["tools"][0]["description"] == "TOOL TEXT"
+    assert opaque_files(body) == ["x.pdf"]

@@ -280,14 +280,16 @@ async def test_refused_key_is_auth_and_never_echoed(fake_upstream, api_format):
 @pytest.mark.parametrize("model", ["slow-first-byte-3000", "slow-first-event-3000", "hang"])
 async def test_no_first_byte_in_time_is_timeout(fake_upstream, api_format, stream, model):
     adapter = get_adapter(api_format)
-    call = make_call(
-        fake_upstream, api_format, model, stream=stream, timeouts=Timeouts(connect=1, first_byte=0.3, read=0.5)
-    )
+    # A stream's first event must come within `first_byte`; a JSON answer as a whole within `total`.
+    timeouts = Timeouts(connect=1, first_byte=0.3, read=0.5, total=0.3)
+    call = make_call(fake_upstream, api_format, model, stream=stream, timeouts=timeouts)
     started = time.monotonic()
     with pytest.raises(ProviderError) as caught:
         await (run_stream(adapter, call) if stream else adapter.complete(call))
     assert caught.value.kind is ProviderErrorKind.TIMEOUT
     assert caught.value.before_first_event is True
+    # A JSON call that was sent may be billed: routing must not send it to another provider.
+    assert caught.value.retryable is stream
     assert time.monotonic() - started < 2
 
 

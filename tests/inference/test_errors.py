@@ -27,7 +27,7 @@ def test_missing_and_invalid_key(gateway_server, echo_catalog):
 def test_other_methods_405(http, method):
     response = http.request(method, "/responses")
     assert_envelope(response, 405)
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == "POST, OPTIONS"
 
 
 def test_malformed_json_400(http):

@@ -118,7 +118,7 @@ def test_failure_mapping(http, upstream, upstream_model, status, error_type):
 
 def test_timeout_maps_to_524(http, upstream):
     endpoint("t/model", "p-slow", "slow-first-byte-3000", upstream)
-    with override_settings(GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT=0.3):
+    with override_settings(GATEWAY_UPSTREAM_TOTAL_TIMEOUT=0.3):
         response = http.post("/responses", json={"model": "t/model", "input": "hi"})
     assert response.status_code == 524
     assert response.json()["error"]["metadata"]["error_type"] == "timeout"

@@ -132,11 +132,11 @@ def test_failing_adapter_falls_back_to_the_next_model(provider_client, fake_upst
     assert [r.model for r in fake_upstream.requests] == ["fail-529", "fake-model"]
 
 
-def test_upstream_past_the_first_byte_limit_is_524(provider_client, fake_upstream, settings):
+def test_upstream_past_the_total_limit_is_524(provider_client, fake_upstream, settings):
     import openai
 
     client, add = provider_client
-    settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = 0.3
+    settings.GATEWAY_UPSTREAM_TOTAL_TIMEOUT = 0.3  # a JSON answer as a whole
     model = add("openai-chat", "slow-first-byte-3000")
     with pytest.raises(openai.APIStatusError) as caught:
         client.responses.create(model=model, input="hi")

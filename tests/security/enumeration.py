@@ -20,9 +20,13 @@ ANY_KEY_OPERATIONS = {
     ("GET", "/api/v1/models"),
     ("GET", "/api/v1/models/{vendor}/{name}"),
     ("GET", "/api/v1/models/{vendor}/{name}/endpoints"),
+    ("GET", "/api/v1/generation"),
 }
 # Operations on the shared catalog, which belongs to no organization (out of the cross-organization tests).
 CATALOG_OPERATIONS = {("GET", "/api/v1/models/{vendor}/{name}"), ("GET", "/api/v1/models/{vendor}/{name}/endpoints")}
+# Reads of one resource named by a query parameter (their cross-organization 404 is tested on their own:
+# tests/inference/test_generation_lookup.py).
+QUERY_LOOKUP_OPERATIONS = {("GET", "/api/v1/generation")}
 PRESET_SLUG = "iso-preset"
 
 

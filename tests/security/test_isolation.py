@@ -12,7 +12,13 @@ import json
 import pytest
 
 from tests.conftest import make_org
-from tests.security.enumeration import CATALOG_OPERATIONS, OrgResources, management_operations, write_body
+from tests.security.enumeration import (
+    CATALOG_OPERATIONS,
+    QUERY_LOOKUP_OPERATIONS,
+    OrgResources,
+    management_operations,
+    write_body,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -27,12 +33,15 @@ def _normalize(value):
     return value
 
 
+SKIPPED = CATALOG_OPERATIONS | QUERY_LOOKUP_OPERATIONS
+
+
 def snapshot(resources: OrgResources) -> dict[str, tuple[int, object]]:
     """Everything organization A sees through every GET operation."""
     api = resources.org.client()
     seen = {}
     for operation in management_operations():
-        if operation.method == "GET" and (operation.method, operation.path) not in CATALOG_OPERATIONS:
+        if operation.method == "GET" and (operation.method, operation.path) not in SKIPPED:
             response = api.get(resources.url(operation))
             seen[str(operation)] = (response.status_code, _normalize(response.json()))
     return seen

@@ -168,3 +168,26 @@ def test_admin_provider_form_refuses_a_private_base_url():
     form = ProviderForm(data={"slug": "p", "name": "P", "api_format": "openai-chat", "base_url": "http://[fe80::1]/v1"})
     assert not form.is_valid()
     assert "must not point at a private" in form.errors["base_url"][0]
+
+
+@pytest.mark.parametrize("name", ["DJANGO_SECRET_KEY", "GATEWAY_BYOK_ENCRYPTION_KEYS", "DATABASE_URL", "PATH", "HOME"])
+def test_catalog_api_key_env_naming_a_gateway_secret_is_refused(tmp_path, name):
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(
+        f"providers:\n  - {{slug: leaky, api_format: openai-chat, base_url: 'https://api.example.com/v1', "
+        f"api_key_env: {name}}}\n"
+    )
+    with pytest.raises(CommandError, match=r"providers\[0\]: 'api_key_env' "):
+        call_command("load_catalog", str(catalog))
+    assert not Provider.objects.filter(slug="leaky").exists()
+
+
+def test_admin_provider_form_refuses_a_secret_api_key_env_and_bad_timeouts():
+    from inference.admin import ProviderForm
+
+    data = {"slug": "p", "name": "P", "api_format": "openai-chat", "base_url": "https://api.example.com/v1"}
+    form = ProviderForm(data={**data, "api_key_env": "DJANGO_SECRET_KEY", "timeouts": '{"total": -1}'})
+    assert not form.is_valid()
+    assert "api_key_env" in form.errors and "timeouts" in form.errors
+    form = ProviderForm(data={**data, "api_key_env": "EXAMPLE_API_KEY", "timeouts": '{"total": 30}', "regions": "[]"})
+    assert form.is_valid(), form.errors

@@ -1,0 +1,50 @@
+"""CORS for browser clients of the data plane (GATEWAY_CORS_ALLOWED_ORIGINS; none by default).
+
+A request whose `Origin` is allowed gets `Access-Control-Allow-Origin` (the origin itself, or `*` when
+the setting is `*`), `Vary: Origin` and the exposed `x-request-id`; a preflight `OPTIONS` from an allowed
+origin is answered 204 with the allowed method (POST), the requested headers and
+`Access-Control-Max-Age`. Other origins get no CORS header, so the browser refuses the answer. Requests
+without `Origin` (every server-side client) are untouched.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+MAX_AGE = b"600"
+
+
+def _allowed(origin: str) -> bytes | None:
+    allowed = settings.GATEWAY_CORS_ALLOWED_ORIGINS
+    if not allowed or not origin:
+        return None
+    if "*" in allowed:
+        return b"*"
+    return origin.encode("latin-1") if origin.rstrip("/") in allowed else None
+
+
+def cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
+    """The headers added to an answer for a request from `origin` (empty when it is not allowed)."""
+    value = _allowed(origin or "")
+    if value is None:
+        return []
+    return [
+        (b"access-control-allow-origin", value),
+        (b"vary", b"Origin"),
+        (b"access-control-expose-headers", b"x-request-id, retry-after"),
+    ]
+
+
+def preflight_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """The headers of the 204 answer to a preflight OPTIONS besides `cors_headers` (which the responder adds):
+    only `Allow` when the origin is not allowed."""
+    allow = [(b"allow", b"POST, OPTIONS")]
+    if _allowed(headers.get("origin") or "") is None:
+        return allow
+    requested = headers.get("access-control-request-headers") or "authorization, content-type"
+    return [
+        *allow,
+        (b"access-control-allow-methods", b"POST, OPTIONS"),
+        (b"access-control-allow-headers", requested.encode("latin-1")),
+        (b"access-control-max-age", MAX_AGE),
+    ]

@@ -1,0 +1,155 @@
+"""Ingress adapters: the wire formats clients speak, around the one canonical pipeline.
+
+An `Ingress` turns a wire request into the canonical (Responses) request body before the middleware chain
+runs (`parse`), and renders what the handler produced in that wire format: the JSON answer
+(`json_answer`), the stream writer (`stream_writer`, the same interface as `inference.streaming.
+ResponseStream`: open / handle / fail / streamed_text) and errors (`error_body`, `stream_error`). Auth,
+presets, guardrails, budgets, routing, provider adapters, accounting and observability never know which
+ingress a request came through, except for `Generation.ingress_format` (`Ingress.name`).
+
+- `RESPONSES`: POST /api/v1/responses (the canonical format itself);
+- `CHAT`: POST /api/v1/chat/completions (inference.ingress.chat_request / chat_response);
+- `MESSAGES`: POST /api/v1/messages (inference.ingress.messages_request / messages_response), which also
+  takes the key from `x-api-key`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from gateway_project.api.errors import GatewayError, validation_error
+from inference.ingress import chat_request, chat_response, messages_request, messages_response
+from inference.ingress.common import finish_outcome, mark_first_byte
+from inference.pipeline.context import Candidate, Context
+from inference.providers.base import CanonicalResult
+from inference.response import response_object, usage_object
+from inference.schema import parse_body
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError as exc:
+        raise GatewayError(400, f"Malformed JSON body: {exc}") from None
+
+
+class Ingress:
+    """The Responses ingress; the other formats override what differs."""
+
+    name = "responses"
+
+    def prepare_headers(self, headers: dict[str, str]) -> None:
+        """Adjust the request headers (lower-case names) before the chain reads them."""
+
+    def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+        """The canonical request body of the raw wire body (400 naming the wrong field)."""
+        return parse_body(raw)
+
+    def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
+        """The JSON answer; records the outcome (status, usage, cost, output) on the way."""
+        cost = finish_outcome(ctx, candidate, result)
+        payload = response_object(
+            ctx,
+            status=result.status,
+            output=result.output,
+            usage=usage_object(result.usage, cost, is_byok),
+            incomplete_reason=result.incomplete_reason,
+            model=candidate.model_slug,
+        )
+        mark_first_byte(ctx)
+        return orjson.dumps(payload)
+
+    def stream_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        from inference.streaming import ResponseStream
+
+        return ResponseStream(ctx, responder, candidate, is_byok)
+
+    def error_body(self, error: GatewayError) -> bytes:
+        return orjson.dumps(error.envelope())
+
+    def check_server_tools(self, plan: Any) -> None:
+        """The server-tool loop (plugins, `service:` tools) writes Responses output: other formats refuse it."""
+        if self is RESPONSES:
+            return
+        field = "plugins" if plan.plugins else "tools"
+        raise validation_error(field, "is not supported on this endpoint: plugins and server tools run on /responses")
+
+    def stream_error_frames(self, error: GatewayError) -> bytes:
+        """The frames that end a stream whose head (and only keep-alive comments) went out before it failed."""
+        payload = {"type": "error", "code": error.status, "message": error.message, "param": None}
+        if error.metadata:
+            payload["metadata"] = error.metadata
+        return b"event: error\ndata: " + orjson.dumps(payload) + b"\n\ndata: [DONE]\n\n"
+
+
+class ChatIngress(Ingress):
+    name = "chat-completions"
+
+    def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+        return chat_request.to_canonical(_decode(raw))
+
+    def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
+        return chat_response.completion_json(ctx, result, candidate, is_byok)
+
+    def stream_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        return chat_response.ChatStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
+
+    def stream_error_frames(self, error: GatewayError) -> bytes:
+        detail: dict[str, Any] = {"code": error.status, "message": error.message}
+        if error.metadata:
+            detail["metadata"] = error.metadata
+        return b"data: " + orjson.dumps({"error": detail}) + b"\n\ndata: [DONE]\n\n"
+
+
+BETA = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+VERSION = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+
+
+class MessagesIngress(Ingress):
+    name = "messages"
+
+    def prepare_headers(self, headers: dict[str, str]) -> None:
+        """The anthropic SDK sends the key as `x-api-key`; `Authorization: Bearer` wins when both are sent."""
+        key = headers.get("x-api-key")
+        if key and not headers.get("authorization"):
+            headers["authorization"] = f"Bearer {key}"
+
+    def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+        version = headers.get("anthropic-version")
+        if version is not None and not VERSION.match(version.strip()):
+            raise validation_error("anthropic-version", "must be a version date such as 2023-06-01")
+        betas = [b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()]
+        for beta in betas:
+            if not BETA.match(beta):
+                raise validation_error("anthropic-beta", f"'{beta[:40]}' is not a beta feature name")
+        return messages_request.to_canonical(_decode(raw), betas)
+
+    def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
+        return messages_response.message_json(ctx, result, candidate, is_byok)
+
+    def stream_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        return messages_response.MessagesStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
+
+    def error_body(self, error: GatewayError) -> bytes:
+        return orjson.dumps(messages_response.error_payload(error))
+
+    def stream_error_frames(self, error: GatewayError) -> bytes:
+        return b"event: error\ndata: " + orjson.dumps(messages_response.error_payload(error)) + b"\n\n"
+
+
+RESPONSES = Ingress()
+CHAT = ChatIngress()
+MESSAGES = MessagesIngress()
+
+
+def ingress_of(ctx: Context) -> Ingress:
+    return ctx.ingress or RESPONSES

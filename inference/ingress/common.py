@@ -1,0 +1,96 @@
+"""Helpers shared by the ingress adapters: small validators in the client's vocabulary, the outcome of an
+answer, and reading the canonical output (text, reasoning, function calls) for the wire writers."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any
+
+from gateway_project.api.errors import validation_error
+from inference.accounting import compute_cost
+from inference.pipeline.context import Candidate, Context
+from inference.providers.base import CanonicalResult
+from inference.schema_parts import REASONING_EFFORTS
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def effort_values() -> frozenset[str]:
+    return REASONING_EFFORTS
+
+
+def require_object(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise validation_error(name, "must be an object")
+    return value
+
+
+def require_list(name: str, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise validation_error(name, "must be an array")
+    return value
+
+
+def text_parts(path: str, content: Any, allowed: tuple[str, ...] = ("text",)) -> list[dict[str, Any]]:
+    """Content given as parts that may only hold text (system, developer, tool and assistant messages)."""
+    parts = []
+    for index, part in enumerate(require_list(path, content)):
+        where = f"{path}[{index}]"
+        part = require_object(where, part)
+        kind = part.get("type")
+        if kind not in allowed:
+            raise validation_error(f"{where}.type", f"must be one of {', '.join(allowed)}")
+        key = "refusal" if kind == "refusal" else "text"
+        if not isinstance(part.get(key), str):
+            raise validation_error(f"{where}.{key}", "must be a string")
+        parts.append({"type": "input_text" if kind == "text" else "refusal", key: part[key]})
+    return parts
+
+
+def finish_outcome(ctx: Context, candidate: Candidate, result: CanonicalResult) -> Decimal:
+    """Record a finished answer on the outcome (status, usage, cost, output) and return its cost."""
+    outcome = ctx.outcome
+    cost = compute_cost(candidate, result.usage)
+    outcome.status = result.status
+    outcome.upstream_id = result.upstream_id
+    outcome.finish_reason = result.finish_reason
+    outcome.usage = result.usage
+    outcome.cost = cost
+    outcome.output = result.output
+    outcome.output_text = result.text
+    outcome.tool_calls = sum(1 for item in result.output if item.get("type") == "function_call")
+    return cost
+
+
+def mark_first_byte(ctx: Context) -> None:
+    ctx.outcome.first_byte_sent = True
+    ctx.outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
+
+
+def reasoning_text(output: list[dict[str, Any]]) -> str:
+    """The reasoning an upstream returned (reasoning items: their text content, else their summary)."""
+    texts = []
+    for item in output:
+        if item.get("type") != "reasoning":
+            continue
+        parts = item.get("content") or item.get("summary") or []
+        texts.extend(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+    return "".join(texts)
+
+
+def function_calls(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in output if item.get("type") == "function_call"]
+
+
+def refusal_text(output: list[dict[str, Any]]) -> str | None:
+    refusals = [
+        p.get("refusal", "")
+        for item in output
+        if item.get("type") == "message"
+        for p in item.get("content", [])
+        if p.get("type") == "refusal"
+    ]
+    return "".join(refusals) or None

@@ -1,0 +1,224 @@
+"""Anthropic Messages request → the canonical (Responses) request body, pure.
+
+`to_canonical(body, betas)` validates every member of a Messages body (a 400 naming it) and returns the
+equivalent Responses body:
+
+- `system` (string or text blocks, `cache_control` kept) → system messages first in `input`;
+- `messages`: text blocks → input_text (user) / output_text (assistant); image blocks (base64, url, file
+  sources) → input_image; document blocks (base64 / url PDFs, plain text) → input_file / input_text;
+  `tool_use` → function_call items (input as JSON arguments); `tool_result` → function_call_output (text
+  content; `is_error: true` prefixes the output with "Error: "); `cache_control` on blocks kept;
+  `thinking` / `redacted_thinking` blocks of earlier turns are not sent on (providers ignore them);
+- `tools` (custom tools with `input_schema`) → function tools; `tool_choice` auto / any / tool / none
+  (and `disable_parallel_tool_use`) → `tool_choice` / `parallel_tool_calls`;
+- `max_tokens` → `max_output_tokens`; `thinking` {enabled, budget_tokens} → `reasoning` (effort from the
+  budget, the budget itself as `reasoning.max_tokens`), {adaptive} → reasoning enabled (effort from
+  `output_config.effort`); `speed: fast` → `service_tier: fast`; a top-level `cache_control` is kept;
+  `output_config` / `output_format` json_schema → `text.format`; `stop_sequences` → `stop`; `temperature`,
+  `top_p`, `top_k`; `metadata.user_id` → `user`;
+- the `anthropic-beta` header's features are carried (as `anthropic_beta`) to Anthropic-format providers.
+
+Refused: server tools (web search, code execution, ...), `mcp_servers`, `container`, `context_management`,
+`inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`, `service_tier` other than auto, `thinking.display:
+omitted`, metadata members other than `user_id`, and any unknown member.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway_project.api.errors import GatewayError, validation_error
+from inference import schema
+from inference.ingress.common import is_int, require_list, require_object
+from inference.ingress.messages_blocks import cache, message_items, system_items
+
+SHARED = ("model", "models", "temperature", "top_p", "top_k", "provider", "route", "session_id", "trace", "plugins")
+THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
+
+
+def effort_of_budget(budget: int) -> str:
+    return next((effort for limit, effort in THINKING_EFFORTS if budget <= limit), "xhigh")
+
+
+def _thinking(value: Any, max_tokens: int) -> dict[str, Any] | None:
+    thinking = require_object("thinking", value)
+    kind = thinking.get("type")
+    if kind == "disabled":
+        return {"enabled": False}
+    if thinking.get("display") not in (None, "summarized"):
+        raise validation_error("thinking.display", "is not supported: only summarized")
+    if kind == "adaptive":
+        return {"enabled": True}
+    if kind != "enabled":
+        raise validation_error("thinking.type", "must be enabled, adaptive or disabled")
+    budget = thinking.get("budget_tokens")
+    if not is_int(budget) or budget < 1024:
+        raise validation_error("thinking.budget_tokens", "must be an integer of at least 1024")
+    if budget >= max_tokens:
+        raise validation_error("thinking.budget_tokens", "must be less than max_tokens")
+    return {"enabled": True, "effort": effort_of_budget(budget), "max_tokens": budget}
+
+
+def _tools(value: Any) -> list[dict[str, Any]]:
+    tools = []
+    for index, tool in enumerate(require_list("tools", value)):
+        path = f"tools[{index}]"
+        tool = require_object(path, tool)
+        if tool.get("type") not in (None, "custom"):
+            raise validation_error(f"{path}.type", "is not supported: server tools are not offered; use custom tools")
+        unknown = set(tool) - {"type", "name", "description", "input_schema", "cache_control", "strict"}
+        if unknown:
+            raise validation_error(f"{path}.{sorted(unknown)[0]}", "is not a member of a custom tool")
+        if not isinstance(tool.get("input_schema"), dict):
+            raise validation_error(f"{path}.input_schema", "is required and must be a JSON schema object")
+        converted = {"type": "function", "name": tool.get("name"), "parameters": tool["input_schema"]}
+        for key in ("description", "strict"):
+            if tool.get(key) is not None:
+                converted[key] = tool[key]
+        tools.append(cache(path, tool, converted))
+    schema.CHECKERS["tools"]("tools", tools)
+    return tools
+
+
+def _tool_choice(value: Any, out: dict[str, Any]) -> None:
+    choice = require_object("tool_choice", value)
+    kind = choice.get("type")
+    mapped = {"auto": "auto", "any": "required", "none": "none"}
+    if kind == "tool":
+        if not isinstance(choice.get("name"), str) or not choice["name"]:
+            raise validation_error("tool_choice.name", "is required when type is tool")
+        out["tool_choice"] = {"type": "function", "name": choice["name"]}
+    elif kind in mapped:
+        out["tool_choice"] = mapped[kind]
+    else:
+        raise validation_error("tool_choice.type", "must be one of auto, any, tool, none")
+    disable = choice.get("disable_parallel_tool_use")
+    if disable is not None and not isinstance(disable, bool):
+        raise validation_error("tool_choice.disable_parallel_tool_use", "must be a boolean")
+    if disable:
+        out["parallel_tool_calls"] = False
+
+
+def _json_format(name: str, value: Any) -> dict[str, Any]:
+    fmt = require_object(name, value)
+    if fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):
+        raise validation_error(name, "must be {type: json_schema, schema: {...}}")
+    return {"type": "json_schema", "name": "output", "schema": fmt["schema"], "strict": True}
+
+
+def _output(body: dict[str, Any], out: dict[str, Any]) -> None:
+    config = body.get("output_config")
+    fmt = None
+    if config is not None:
+        config = require_object("output_config", config)
+        unknown = set(config) - {"format", "effort"}
+        if unknown:
+            raise validation_error(f"output_config.{sorted(unknown)[0]}", "is not supported")
+        if config.get("format") is not None:
+            fmt = _json_format("output_config.format", config["format"])
+        if config.get("effort") is not None:
+            schema.CHECKERS["reasoning"]("output_config", {"effort": config["effort"]})
+            out["reasoning"] = {**out.get("reasoning", {}), "effort": config["effort"]}
+    if body.get("output_format") is not None:
+        fmt = _json_format("output_format", body["output_format"])
+    if fmt:
+        out["text"] = {"format": fmt}
+
+
+def _metadata(value: Any, out: dict[str, Any]) -> None:
+    metadata = require_object("metadata", value)
+    unknown = set(metadata) - {"user_id"}
+    if unknown:
+        raise validation_error(f"metadata.{sorted(unknown)[0]}", "is not supported: metadata takes user_id only")
+    user = metadata.get("user_id")
+    if user is not None:
+        schema.CHECKERS["user"]("metadata.user_id", user)
+        out["user"] = user
+
+
+def _stop_sequences(value: Any) -> list[str]:
+    stops = require_list("stop_sequences", value)
+    if not all(isinstance(s, str) and s for s in stops):
+        raise validation_error("stop_sequences", "must be an array of non-empty strings")
+    return stops
+
+
+HANDLED = frozenset(
+    {
+        "messages",
+        "system",
+        "max_tokens",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "stop_sequences",
+        "metadata",
+        "output_config",
+        "output_format",
+        "service_tier",
+        "speed",
+        "cache_control",
+        "stream",
+    }
+)
+REFUSED = (
+    "mcp_servers",
+    "container",
+    "context_management",
+    "inference_geo",
+    "diagnostics",
+    "user_profile_id",
+    "workspace_id",
+)
+
+
+def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
+    """The Responses body of a Messages body (400 naming the first wrong member)."""
+    if not isinstance(body, dict):
+        raise GatewayError(400, "Request body must be a JSON object")
+    for name in body:
+        if name in REFUSED:
+            raise validation_error(name, "is not supported: the gateway does not offer this option")
+        if name not in HANDLED and name not in SHARED:
+            raise validation_error(name, "unknown parameter")
+    out: dict[str, Any] = {}
+    for name in SHARED:
+        if body.get(name) is not None:
+            check = schema.CHECKERS[name]
+            if name == "temperature":
+                check = lambda n, v: schema._number(n, v, 0, 1)  # noqa: E731 (Anthropic's range)
+            check(name, body[name])
+            out[name] = body[name]
+    if not out.get("model") and not out.get("models"):
+        raise validation_error("model", "is required")
+    max_tokens = body.get("max_tokens")
+    if not is_int(max_tokens) or max_tokens < 1:
+        raise validation_error("max_tokens", "is required and must be an integer of at least 1")
+    out["max_output_tokens"] = max_tokens
+    if body.get("stream") is not None:
+        schema.CHECKERS["stream"]("stream", body["stream"])
+        out["stream"] = body["stream"]
+    out["input"] = system_items(body.get("system")) + message_items(body.get("messages"))
+    if body.get("tools") is not None:
+        out["tools"] = _tools(body["tools"])
+    if body.get("tool_choice") is not None:
+        _tool_choice(body["tool_choice"], out)
+    if body.get("thinking") is not None:
+        out["reasoning"] = _thinking(body["thinking"], max_tokens)
+    _output(body, out)
+    if body.get("stop_sequences"):
+        out["stop"] = _stop_sequences(body["stop_sequences"])
+    if body.get("metadata") is not None:
+        _metadata(body["metadata"], out)
+    if body.get("service_tier") not in (None, "auto"):
+        raise validation_error("service_tier", "is not supported: only auto")
+    if body.get("speed") not in (None, "standard", "fast"):
+        raise validation_error("speed", "must be standard or fast")
+    if body.get("speed") == "fast":
+        out["service_tier"] = "fast"
+    if body.get("cache_control") is not None:
+        schema.CHECKERS["cache_control"]("cache_control", body["cache_control"])
+        out["cache_control"] = body["cache_control"]
+    if betas:
+        out["anthropic_beta"] = betas
+    return out

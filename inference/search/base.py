@@ -1,0 +1,71 @@
+"""The search-engine interface: one `search(query, max_results)` call, answered with plain results.
+
+An adapter speaks one engine's HTTP API (inference.search.searxng, inference.search.brave). Engines are
+configured in settings and chosen per workspace or by default (inference.search.engines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+import aiohttp
+import orjson
+
+from inference.providers.http import get_session
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    title: str
+    url: str
+    snippet: str = ""
+    published: str = ""
+
+
+class SearchError(Exception):
+    """The engine could not answer (unreachable, an error status, a body that is not its JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    name: str  # searxng | brave
+    url: str
+    api_key: str = ""
+    price_per_query: Decimal = Decimal(0)  # USD added to the request's cost per query
+    timeout: float = 10.0
+
+
+class SearchEngine:
+    """Base of the adapters: `search` sends `request()` and parses the JSON with `parse()`."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def request(self, query: str, max_results: int) -> tuple[str, dict[str, str], dict[str, str]]:
+        """(url, query parameters, headers) of the engine's search call."""
+        raise NotImplementedError
+
+    def parse(self, data: object) -> list[SearchResult]:
+        raise NotImplementedError
+
+    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        url, params, headers = self.request(query, max_results)
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
+        try:
+            async with get_session().get(url, params=params, headers=headers, timeout=timeout) as response:
+                body = await response.content.read(4 * 1024 * 1024)
+                if response.status != 200:
+                    raise SearchError(f"{self.name} answered HTTP {response.status}")
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise SearchError(f"{self.name} is unreachable ({type(error).__name__})") from None
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise SearchError(f"{self.name} answered with something that is not JSON") from None
+        results = [r for r in self.parse(data) if r.url.startswith(("http://", "https://"))]
+        return results[:max_results]

@@ -1,0 +1,140 @@
+"""One model turn of the server-tool loop, with fallback across candidates: JSON (`JsonTurns`) or streamed to
+the client as it arrives (`StreamTurns`). Server-tool calls are kept back from the client; they are the
+loop's to run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from inference import handler
+from inference.pipeline.context import Candidate, Context, Credential
+from inference.providers.base import (
+    CanonicalResult,
+    FunctionCallDone,
+    ProviderError,
+    ProviderErrorKind,
+    StreamDone,
+    TextDelta,
+    UpstreamCall,
+)
+from inference.providers.registry import get_adapter
+from inference.servertools.stream import LoopStream
+
+
+@dataclass(slots=True)
+class Turn:
+    result: CanonicalResult
+    candidate: Candidate
+    credential: Credential
+    server_calls: list[FunctionCallDone] = field(default_factory=list)
+    client_calls: list[FunctionCallDone] = field(default_factory=list)
+    visible: list[dict[str, Any]] = field(default_factory=list)  # output items the client sees (JSON answers)
+
+
+def split_calls(output: list[dict[str, Any]], server_names: set[str]) -> Turn:
+    """A result's function calls split into server-tool calls and client calls (result fields filled later)."""
+    turn = Turn(result=None, candidate=None, credential=None)  # type: ignore[arg-type]
+    for item in output:
+        if item.get("type") != "function_call":
+            turn.visible.append(item)
+            continue
+        call = FunctionCallDone(str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments", "")))
+        if call.name in server_names:
+            turn.server_calls.append(call)
+        else:
+            turn.client_calls.append(call)
+            turn.visible.append(item)
+    return turn
+
+
+class JsonTurns:
+    """Turns answered as JSON; the client gets one response object at the end."""
+
+    def __init__(self, ctx: Context, responder: Any) -> None:
+        self.ctx = ctx
+        self.responder = responder
+
+    async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
+        async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> Turn:
+            result = await get_adapter(candidate.api_format).complete(call)
+            handler._settle(self.ctx, candidate, cred, "success")
+            if self.ctx.outcome.ttft_ms is None:
+                self.ctx.outcome.ttft_ms = int((time.perf_counter() - self.ctx.started) * 1000)
+            turn = split_calls(result.output, server_names)
+            turn.result, turn.candidate, turn.credential = result, candidate, cred
+            return turn
+
+        return await handler.call_with_fallback(self.ctx, candidates, body, False, attempt, committed=lambda: False)
+
+
+class StreamTurns:
+    """Turns streamed to the client as they arrive, through one LoopStream opened by the first turn."""
+
+    def __init__(self, ctx: Context, responder: Any) -> None:
+        self.ctx = ctx
+        self.responder = responder
+        self.writer: LoopStream | None = None
+
+    async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
+        committed = False
+
+        async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> Turn:
+            nonlocal committed
+            adapter = get_adapter(candidate.api_format)
+            events = adapter.stream(call).__aiter__()
+            try:
+                event = await events.__anext__()  # a failure here can still fall back
+                committed = True
+                handler._settle(self.ctx, candidate, cred, "success")
+                await self._open(adapter, call, candidate, cred)
+                self.writer.candidate = candidate
+                turn = Turn(result=None, candidate=candidate, credential=cred)  # type: ignore[arg-type]
+                seen = False
+                while not isinstance(event, StreamDone):
+                    seen = seen or isinstance(event, (TextDelta, FunctionCallDone))
+                    await self._forward(event, turn, server_names)
+                    event = await events.__anext__()
+                if not seen:  # an adapter that only sent the result: stream its items now
+                    for replayed in _events_of(event.result):
+                        await self._forward(replayed, turn, server_names)
+                turn.result = event.result
+                return turn
+            except StopAsyncIteration:
+                raise ProviderError(ProviderErrorKind.SERVER, "stream ended early", before_first_event=False) from None
+            finally:
+                await events.aclose()
+
+        return await handler.call_with_fallback(self.ctx, candidates, body, True, attempt, committed=lambda: committed)
+
+    async def _open(self, adapter: Any, call: UpstreamCall, candidate: Candidate, cred: Credential) -> None:
+        if self.writer is not None:
+            return
+        echo = (self.ctx.body.get("debug") or {}).get("echo_upstream_body")
+        debug = handler._debug_body(adapter, call) if echo else None
+        self.writer = LoopStream(self.ctx, self.responder, candidate, cred.is_byok)
+        self.ctx.extras["inference.stream"] = self.writer
+        await self.writer.open(debug)
+
+    async def _forward(self, event: Any, turn: Turn, server_names: set[str]) -> None:
+        if isinstance(event, FunctionCallDone):
+            if event.name in server_names:
+                turn.server_calls.append(event)
+                return
+            turn.client_calls.append(event)
+        await self.writer.handle(event)
+
+
+def _events_of(result: CanonicalResult) -> list[Any]:
+    events: list[Any] = []
+    for item in result.output:
+        if item.get("type") == "message":
+            text = "".join(p.get("text", "") for p in item.get("content") or () if p.get("type") == "output_text")
+            if text:
+                events.append(TextDelta(text))
+        elif item.get("type") == "function_call":
+            events.append(
+                FunctionCallDone(str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments")))
+            )
+    return events
