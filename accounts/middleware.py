@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-
 from accounts.keys import hash_key
 from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
 from gateway_project.api.errors import GatewayError
+from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import KEYS, PolicyCache, current_policy_version
 from inference.pipeline.context import Context
 
@@ -15,7 +14,7 @@ from inference.pipeline.context import Context
 # known key out, nor make the cache flush itself whole.
 _principals = PolicyCache("principals")
 _unknown_keys = PolicyCache("unknown-keys", max_entries=10_000)
-_load_principal = sync_to_async(load_principal, thread_sensitive=True)
+_load_principal = db_reader(load_principal)
 
 
 async def principal_for(version: int, key_hash: str):

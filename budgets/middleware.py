@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from budgets import counters, settler
@@ -28,13 +27,14 @@ from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
+from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import compute_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
 _workspace_limits = PolicyCache("workspace-budgets")
-_load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
+_load_workspace_limits = db_reader(workspace_spend_limits)
 _reserve = in_db_thread(spend_reserve)
 _settle = in_db_thread(spend_settle)
 

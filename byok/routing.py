@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from asgiref.sync import sync_to_async
-
 from byok.selectors import CredentialEntry, routing_entries
+from gateway_project.db_deadline import db_reader
 from gateway_project.encryption import DecryptionFailed, EncryptionNotConfigured, decrypt_secret
 from gateway_project.policy_cache import PolicyCache
 from inference.pipeline.context import Candidate, Context, Credential
@@ -24,7 +23,7 @@ _entries_cache = PolicyCache("byok-entries")
 _plaintext_cache = PolicyCache("byok-plaintext")
 _usable_cache = PolicyCache("byok-usable")
 
-_load_entries = sync_to_async(routing_entries, thread_sensitive=True)
+_load_entries = db_reader(routing_entries)
 
 
 async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:

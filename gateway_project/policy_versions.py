@@ -30,10 +30,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
+
+from gateway_project.db_deadline import db_reader
 
 logger = logging.getLogger("gateway.policy")
 
@@ -109,7 +110,7 @@ class VersionRows:
 
 
 rows = VersionRows()
-_refresh_async = sync_to_async(rows.refresh, thread_sensitive=True)
+_refresh_async = db_reader(rows.refresh)
 
 
 async def current_policy_version() -> int:

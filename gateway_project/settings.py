@@ -3,6 +3,7 @@
 Every variable is listed, with its default, in `.env.example` and the README.
 """
 
+import sys
 from pathlib import Path
 
 import environ
@@ -89,6 +90,38 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Time limits, so an unreachable or black-holed database is a 503 within seconds, never a hang
+        # (docs/reliability.md): connecting, idle connections (TCP keepalives), unacknowledged data
+        # (tcp_user_timeout), and per statement / per lock wait (sent at connection start; 0 leaves the
+        # server's own setting, e.g. behind pgbouncer, which refuses startup options: set them on the role).
+        _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
+        _pg_options.setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3))
+        _pg_options.setdefault("keepalives", 1)
+        _pg_options.setdefault("keepalives_idle", env.int("DATABASE_KEEPALIVES_IDLE", default=30))
+        _pg_options.setdefault("keepalives_interval", 5)
+        _pg_options.setdefault("keepalives_count", 3)
+        _pg_options.setdefault("tcp_user_timeout", env.int("DATABASE_TCP_USER_TIMEOUT_MS", default=10_000))
+        _server_limits = [
+            f"-c {name}={value}"
+            for name, value in (
+                ("statement_timeout", env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=30_000)),
+                ("lock_timeout", env.int("DATABASE_LOCK_TIMEOUT_MS", default=5_000)),
+            )
+            if value
+        ]
+        # Management commands (migrate, aggregate_rankings, ...) may legitimately run long statements.
+        _is_command = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] != ["runserver"]
+        if _server_limits and not _is_command:
+            _pg_options.setdefault("options", " ".join(_server_limits))
+
+# Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
+# size (431 above it) and the time a whole request may take to arrive after its first byte (408).
+GATEWAY_MAX_HEADER_BYTES = env.int("GATEWAY_MAX_HEADER_BYTES", default=65_536)
+GATEWAY_REQUEST_READ_TIMEOUT_SECONDS = env.float("GATEWAY_REQUEST_READ_TIMEOUT_SECONDS", default=60.0)
+# Deadline of each data-plane database call (gateway_project/db_deadline.py): past it the request gets 503
+# and the stuck call's socket is shut down. The accounting writer's batches get 6 times as long.
+GATEWAY_DB_DEADLINE_SECONDS = env.float("GATEWAY_DB_DEADLINE_SECONDS", default=5.0)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

@@ -13,9 +13,8 @@ from collections import OrderedDict
 from decimal import Decimal
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
@@ -88,7 +87,7 @@ def load_catalog_snapshot() -> dict[str, list[Candidate]]:
     return by_slug
 
 
-_load_snapshot = sync_to_async(load_catalog_snapshot, thread_sensitive=True)
+_load_snapshot = db_reader(load_catalog_snapshot)
 
 
 async def catalog_snapshot(ctx: Context) -> dict[str, list[Candidate]]:
