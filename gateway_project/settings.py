@@ -3,11 +3,12 @@
 Every variable is listed, with its default, in `.env.example` and the README.
 """
 
-import sys
 from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from gateway_project.db_options import postgres_options, serves_requests
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -92,28 +93,10 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # Time limits, so an unreachable or black-holed database is a 503 within seconds, never a hang
-        # (docs/reliability.md): connecting, idle connections (TCP keepalives), unacknowledged data
-        # (tcp_user_timeout), and per statement / per lock wait (sent at connection start; 0 leaves the
-        # server's own setting, e.g. behind pgbouncer, which refuses startup options: set them on the role).
-        _pg_options = DATABASES["default"].setdefault("OPTIONS", {})
-        _pg_options.setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=3))
-        _pg_options.setdefault("keepalives", 1)
-        _pg_options.setdefault("keepalives_idle", env.int("DATABASE_KEEPALIVES_IDLE", default=30))
-        _pg_options.setdefault("keepalives_interval", 5)
-        _pg_options.setdefault("keepalives_count", 3)
-        _pg_options.setdefault("tcp_user_timeout", env.int("DATABASE_TCP_USER_TIMEOUT_MS", default=10_000))
-        _server_limits = [
-            f"-c {name}={value}"
-            for name, value in (
-                ("statement_timeout", env.int("DATABASE_STATEMENT_TIMEOUT_MS", default=30_000)),
-                ("lock_timeout", env.int("DATABASE_LOCK_TIMEOUT_MS", default=5_000)),
-            )
-            if value
-        ]
-        # Management commands (migrate, aggregate_rankings, ...) may legitimately run long statements.
-        _is_command = Path(sys.argv[0]).name == "manage.py" and sys.argv[1:2] != ["runserver"]
-        if _server_limits and not _is_command:
-            _pg_options.setdefault("options", " ".join(_server_limits))
+        # (gateway_project/db_options.py; behind pgbouncer, which refuses startup options, set
+        # DATABASE_STATEMENT_TIMEOUT_MS=0 and DATABASE_LOCK_TIMEOUT_MS=0 and set them on the role).
+        for _name, _value in postgres_options(env, server_limits=serves_requests()).items():
+            DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
 
 # Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
 # size (431 above it) and the time a whole request may take to arrive after its first byte (408).
@@ -156,6 +139,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Security headers.
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Production (DJANGO_DEBUG false): the admin's session and CSRF cookies only over HTTPS, HSTS on HTTPS answers
+# (behind a TLS-terminating proxy set DJANGO_TRUST_X_FORWARDED_PROTO so Django sees the request as HTTPS).
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Messages (the admin shows a new key's raw value once) live in the server-side session, never in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+# Admin sign-in throttling (accounts/admin_login.py).
+GATEWAY_ADMIN_LOGIN_FAILURES = env.int("GATEWAY_ADMIN_LOGIN_FAILURES", default=5)
+GATEWAY_ADMIN_LOGIN_WINDOW_SECONDS = env.int("GATEWAY_ADMIN_LOGIN_WINDOW_SECONDS", default=900)
 
 # SSRF guard (gateway_project/netguard.py): observability destination URLs and catalog base_urls may not point
 # at private, loopback or link-local addresses unless GATEWAY_ALLOW_PRIVATE_URLS is true or the host name or a

@@ -166,8 +166,10 @@ def test_one_organizations_change_keeps_the_others_cache(http, gateway_server, o
         assert theirs.post("/responses", json=BODY).status_code == 200
 
 
-def test_random_tokens_neither_evict_known_keys_nor_flush_the_cache(http, monkeypatch):
+def test_random_tokens_neither_evict_known_keys_nor_flush_the_cache(http, monkeypatch, settings):
     monkeypatch.setattr(auth_middleware._unknown_keys, "max_entries", 20)
+    settings.GATEWAY_POLICY_REFRESH_MS = settings.GATEWAY_POLICY_RECHECK_MS = 60_000  # no row read mid-test
+    policy_versions.rows.forget()
     assert http.post("/responses", json=BODY).status_code == 200
     version = async_to_sync(policy_versions.current_policy_version)()
     for _ in range(60):
