@@ -33,6 +33,11 @@ class Principal:
     limit: Decimal | None
     limit_reset: str | None
     include_byok_in_limit: bool
+    # Per-minute rate limits of the key and of its workspace (None: unlimited); see ratelimits/.
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    workspace_requests_per_minute: int | None = None
+    workspace_tokens_per_minute: int | None = None
 
     # DRF reads request.user.is_authenticated.
     is_authenticated = True
@@ -52,6 +57,10 @@ class Principal:
             limit=key.limit,
             limit_reset=key.limit_reset,
             include_byok_in_limit=key.include_byok_in_limit,
+            requests_per_minute=key.requests_per_minute,
+            tokens_per_minute=key.tokens_per_minute,
+            workspace_requests_per_minute=key.workspace.requests_per_minute,
+            workspace_tokens_per_minute=key.workspace.tokens_per_minute,
         )
 
     def check_usable(self) -> None:
@@ -75,14 +84,23 @@ def raw_key_from_header(value: str | None) -> str:
 
 def load_principal(key_hash: str) -> Principal | None:
     """The principal of a key hash, or None when no such key exists (sync, one query)."""
-    key = ApiKey.objects.filter(hash=key_hash).first()
+    key = ApiKey.objects.filter(hash=key_hash).select_related("workspace").first()
     return Principal.from_key(key) if key else None
 
 
-def authenticate_header(value: str | None) -> Principal:
-    """Resolve an Authorization header to a usable principal (sync), or raise 401."""
-    principal = load_principal(hash_key(raw_key_from_header(value)))
+def authenticate_header(value: str | None, address: str = "") -> Principal:
+    """Resolve an Authorization header to a usable principal (sync), or raise 401.
+
+    429 instead, before the lookup, when the client `address` sent too many unknown keys in the last minute
+    (accounts/auth_throttle.py).
+    """
+    from accounts.auth_throttle import failed_authentications
+
+    raw_key = raw_key_from_header(value)
+    failed_authentications.check(address)
+    principal = load_principal(hash_key(raw_key))
     if principal is None:
+        failed_authentications.record(address)
         raise GatewayError(401, INVALID_KEY)
     principal.check_usable()
     return principal

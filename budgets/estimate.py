@@ -21,19 +21,29 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
     text that tokenizes worse than 3 bytes per token (see docs/budgets.md, "Guarantee").
     """
     size = 0
+    tokens = 0
     for name in PROMPT_FIELDS:
         value = body.get(name)
         if value is None:
+            continue
+        if name == "input" and isinstance(value, list) and value and isinstance(value[0], (int, list)):
+            tokens += _token_ids(value)  # /embeddings token arrays: counted, not estimated
             continue
         if isinstance(value, str):
             size += len(value.encode())
         else:
             size += len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-    return -(-size // BYTES_PER_TOKEN)
+    return tokens - (-size // BYTES_PER_TOKEN)
+
+
+def _token_ids(value: list) -> int:
+    return sum(len(item) if isinstance(item, list) else 1 for item in value)
 
 
 def output_token_cap(body: dict[str, Any], candidate: Candidate) -> int:
     """At most this many output tokens (reasoning included) can be billed for the request on `candidate`."""
+    if "embeddings" in candidate.output_modalities:
+        return 0  # an embeddings model produces no output tokens: it bills its input only
     caps = [cap for cap in (body.get("max_output_tokens"), candidate.max_output_tokens) if isinstance(cap, int)]
     if caps:
         return max(min(caps), 0)

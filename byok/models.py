@@ -32,6 +32,17 @@ class ProviderCredential(models.Model):
     disabled = models.BooleanField(default=False)
     is_fallback = models.BooleanField(default=False, help_text="Tried only after the non-fallback keys")
     sort_order = models.IntegerField(default=0)
+    declared_zdr = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Operator's declaration of the upstream account's zero data retention; empty: the catalog's",
+    )
+    is_required = models.BooleanField(
+        default=False, help_text="The platform key of the provider is not used for the models this key applies to"
+    )
+    is_byok_only = models.BooleanField(
+        default=False, help_text="The platform key of the provider is not used for any model (non-fallback keys only)"
+    )
     allowed_api_key_hashes = models.JSONField(null=True, blank=True)
     allowed_models = models.JSONField(null=True, blank=True)
     allowed_user_ids = models.JSONField(null=True, blank=True)
@@ -43,6 +54,9 @@ class ProviderCredential(models.Model):
         indexes = [models.Index(fields=["organization", "provider"], name="byok_org_provider")]
         constraints = [
             models.CheckConstraint(condition=models.Q(sort_order__gte=0), name="byok_sort_order_non_negative"),
+            models.CheckConstraint(
+                condition=~(models.Q(is_byok_only=True) & models.Q(is_fallback=True)), name="byok_only_not_fallback"
+            ),
         ]
 
     def __str__(self) -> str:

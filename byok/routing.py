@@ -22,18 +22,63 @@ logger = logging.getLogger("gateway.byok")
 _entries_cache = PolicyCache("byok-entries")
 _plaintext_cache = PolicyCache("byok-plaintext")
 _usable_cache = PolicyCache("byok-usable")
+_declared_cache = PolicyCache("byok-declared")
 
 _load_entries = db_reader(routing_entries)
 
 
-async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:
+async def _by_provider(ctx: Context) -> dict[str, tuple[CredentialEntry, ...]]:
     organization_id = ctx.principal.organization_id
 
     async def load():
         return await _load_entries(organization_id=organization_id)
 
-    by_provider = await _entries_cache.get(ctx.policy_version, organization_id, load, scope=organization_id)
-    return by_provider.get(provider, ())
+    return await _entries_cache.get(ctx.policy_version, organization_id, load, scope=organization_id)
+
+
+async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:
+    return (await _by_provider(ctx)).get(provider, ())
+
+
+async def declared_zdr_by_provider(ctx: Context) -> dict[str, frozenset[bool]]:
+    """Provider slug -> the `declared_zdr` values of the enabled keys usable in the caller's workspace."""
+    if ctx.principal is None:
+        return {}
+    workspace_id = ctx.principal.workspace_id
+
+    async def compute():
+        declared: dict[str, set[bool]] = {}
+        for provider, entries in (await _by_provider(ctx)).items():
+            for entry in entries:
+                if entry.declared_zdr is not None and entry.in_workspace(workspace_id):
+                    declared.setdefault(provider, set()).add(entry.declared_zdr)
+        return {provider: frozenset(values) for provider, values in declared.items()}
+
+    organization_id = ctx.principal.organization_id
+    return await _declared_cache.get(
+        ctx.policy_version, (organization_id, workspace_id), compute, scope=organization_id
+    )
+
+
+def _serves(entry: CredentialEntry, candidate: Candidate) -> bool:
+    """A key declared ZDR (or not) serves only the candidate with that declaration; an undeclared one the
+    catalog's candidate, and a declared one whose declaration equals the catalog's serves that one too."""
+    if candidate.byok_declared_zdr is not None:
+        return entry.declared_zdr == candidate.byok_declared_zdr
+    return entry.declared_zdr is None or entry.declared_zdr == candidate.zdr
+
+
+async def platform_key_allowed(ctx: Context, candidate: Candidate) -> bool:
+    """False for a declared variant (its keys only) and when a key of the provider in the caller's workspace
+    is `is_byok_only`, or `is_required` for this model."""
+    if candidate.byok_declared_zdr is not None:
+        return False
+    if ctx.principal is None:
+        return True
+    model_slugs = (candidate.model_slug, candidate.canonical_slug)
+    workspace_id = ctx.principal.workspace_id
+    entries = await _entries(ctx, candidate.provider_slug)
+    return not any(e.removes_platform_key(workspace_id=workspace_id, model_slugs=model_slugs) for e in entries)
 
 
 async def _plaintext(ctx: Context, entry: CredentialEntry) -> str | None:
@@ -58,6 +103,8 @@ async def _compute(ctx: Context, candidate: Candidate) -> tuple[Credential, ...]
     model_slugs = (candidate.model_slug, candidate.canonical_slug)
     credentials = []
     for entry in entries:
+        if not _serves(entry, candidate):
+            continue
         if not entry.allows(
             workspace_id=principal.workspace_id, key_hash=principal.key_hash, model_slugs=model_slugs, user_id=user_id
         ):
@@ -76,7 +123,14 @@ async def usable_credentials(ctx: Context, candidate: Candidate) -> list[Credent
     """
     if ctx.principal is None:
         return []
-    key = (ctx.principal.key_hash, candidate.provider_slug, candidate.model_slug, candidate.canonical_slug)
+    key = (
+        ctx.principal.key_hash,
+        candidate.provider_slug,
+        candidate.model_slug,
+        candidate.canonical_slug,
+        candidate.zdr,
+        candidate.byok_declared_zdr,
+    )
 
     async def compute():
         return await _compute(ctx, candidate)
@@ -89,3 +143,4 @@ def clear_caches() -> None:
     _entries_cache.clear()
     _plaintext_cache.clear()
     _usable_cache.clear()
+    _declared_cache.clear()

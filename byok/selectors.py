@@ -38,16 +38,32 @@ class CredentialEntry:
     allowed_api_key_hashes: frozenset[str] | None = None
     allowed_models: frozenset[str] | None = None
     allowed_user_ids: frozenset[str] | None = None
+    declared_zdr: bool | None = None
+    is_required: bool = False
+    is_byok_only: bool = False
+
+    def in_workspace(self, workspace_id: uuid.UUID | None) -> bool:
+        return self.workspace_id is None or self.workspace_id == workspace_id
+
+    def covers_model(self, model_slugs: tuple[str, ...]) -> bool:
+        return self.allowed_models is None or any(slug in self.allowed_models for slug in model_slugs)
+
+    def removes_platform_key(self, *, workspace_id: uuid.UUID | None, model_slugs: tuple[str, ...]) -> bool:
+        """Whether this key takes the provider's platform key away from such a request (is_byok_only: for every
+        model; is_required: for the models it applies to)."""
+        if not self.in_workspace(workspace_id):
+            return False
+        return self.is_byok_only or (self.is_required and self.covers_model(model_slugs))
 
     def allows(
         self, *, workspace_id: uuid.UUID | None, key_hash: str, model_slugs: tuple[str, ...], user_id: str | None
     ) -> bool:
         """Whether a request of this workspace, key, model and user may use the credential."""
-        if self.workspace_id is not None and self.workspace_id != workspace_id:
+        if not self.in_workspace(workspace_id):
             return False
         if self.allowed_api_key_hashes is not None and key_hash not in self.allowed_api_key_hashes:
             return False
-        if self.allowed_models is not None and not any(slug in self.allowed_models for slug in model_slugs):
+        if not self.covers_model(model_slugs):
             return False
         return self.allowed_user_ids is None or (user_id is not None and user_id in self.allowed_user_ids)
 
@@ -68,6 +84,9 @@ def routing_entries(*, organization_id: uuid.UUID) -> dict[str, tuple[Credential
             "allowed_api_key_hashes",
             "allowed_models",
             "allowed_user_ids",
+            "declared_zdr",
+            "is_required",
+            "is_byok_only",
         )
     )
     by_provider: dict[str, list[CredentialEntry]] = {}
@@ -81,6 +100,9 @@ def routing_entries(*, organization_id: uuid.UUID) -> dict[str, tuple[Credential
             allowed_api_key_hashes=_as_set(row[5]),
             allowed_models=_as_set(row[6]),
             allowed_user_ids=_as_set(row[7]),
+            declared_zdr=row[8],
+            is_required=row[9],
+            is_byok_only=row[10],
         )
         by_provider.setdefault(entry.provider, []).append(entry)
     return {provider: tuple(entries) for provider, entries in by_provider.items()}

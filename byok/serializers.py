@@ -18,6 +18,9 @@ class ProviderCredentialSerializer(GatewayModelSerializer):
     allowed_api_key_hashes = serializers.ListField(child=serializers.CharField(), allow_null=True, read_only=True)
     allowed_models = serializers.ListField(child=serializers.CharField(), allow_null=True, read_only=True)
     allowed_user_ids = serializers.ListField(child=serializers.CharField(), allow_null=True, read_only=True)
+    declared_region = serializers.SerializerMethodField(
+        help_text="Always null: routing does not choose endpoints by region here (a non-null value is refused)"
+    )
 
     class Meta:
         model = ProviderCredential
@@ -29,6 +32,10 @@ class ProviderCredentialSerializer(GatewayModelSerializer):
             "disabled",
             "is_fallback",
             "sort_order",
+            "declared_zdr",
+            "declared_region",
+            "is_required",
+            "is_byok_only",
             "allowed_api_key_hashes",
             "allowed_models",
             "allowed_user_ids",
@@ -36,6 +43,15 @@ class ProviderCredentialSerializer(GatewayModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+    def get_declared_region(self, obj) -> str | None:
+        return None
+
+
+DECLARED_REGION_REFUSED = (
+    "only null: this gateway checks a request's data region at ingress and does not choose endpoints or "
+    "credentials by region, so a region declaration would change nothing"
+)
 
 
 def _unique(values: list[str] | None) -> list[str] | None:
@@ -51,6 +67,26 @@ class UniqueListField(serializers.ListField):
 
 class _RestrictionFields(StrictSerializer):
     name = serializers.CharField(max_length=255, required=False, allow_null=True, allow_blank=True)
+    declared_zdr = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="true: ZDR-requiring requests may use this key even when the catalog says the provider retains "
+        "data; false: they never use it; null: the catalog's policy",
+    )
+    is_required = serializers.BooleanField(
+        required=False, help_text="The platform key is not used for the models this key applies to"
+    )
+    is_byok_only = serializers.BooleanField(
+        required=False, help_text="The platform key of this provider is not used at all (not with is_fallback)"
+    )
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and "declared_region" in data:
+            if data["declared_region"] is not None:
+                raise serializers.ValidationError({"declared_region": [DECLARED_REGION_REFUSED]})
+            data = {k: v for k, v in data.items() if k != "declared_region"}
+        return super().to_internal_value(data)
+
     disabled = serializers.BooleanField(required=False)
     is_fallback = serializers.BooleanField(required=False)
     sort_order = serializers.IntegerField(required=False, min_value=0, max_value=1_000_000)

@@ -23,7 +23,13 @@ from inference.models import Provider
 logger = logging.getLogger("gateway.byok")
 
 RESTRICTION_FIELDS = ("allowed_api_key_hashes", "allowed_models", "allowed_user_ids")
-UPDATABLE_FIELDS = ("name", "disabled", "is_fallback", "sort_order", *RESTRICTION_FIELDS)
+ROUTING_SWITCHES = ("declared_zdr", "is_required", "is_byok_only")
+UPDATABLE_FIELDS = ("name", "disabled", "is_fallback", "sort_order", *RESTRICTION_FIELDS, *ROUTING_SWITCHES)
+
+
+def _check_switches(credential: ProviderCredential) -> None:
+    if credential.is_byok_only and credential.is_fallback:
+        raise validation_error("is_byok_only", "cannot be combined with is_fallback: only a prioritized key can be")
 
 
 def mask_provider_key(raw_key: str) -> str:
@@ -76,6 +82,9 @@ def provider_credential_create(
     allowed_api_key_hashes: list[str] | None = None,
     allowed_models: list[str] | None = None,
     allowed_user_ids: list[str] | None = None,
+    declared_zdr: bool | None = None,
+    is_required: bool = False,
+    is_byok_only: bool = False,
 ) -> ProviderCredential:
     """Store a new BYOK credential; `sort_order` defaults to after the organization's keys of that provider."""
     _check_provider(provider)
@@ -91,7 +100,11 @@ def provider_credential_create(
         allowed_api_key_hashes=allowed_api_key_hashes,
         allowed_models=allowed_models,
         allowed_user_ids=allowed_user_ids,
+        declared_zdr=declared_zdr,
+        is_required=is_required,
+        is_byok_only=is_byok_only,
     )
+    _check_switches(credential)
     set_provider_key(credential, raw_key)
     credential.save()
     logger.info("BYOK credential %s created for provider %s (%s)", credential.id, provider, credential.label)
@@ -108,6 +121,7 @@ def provider_credential_update(
     for field in UPDATABLE_FIELDS:
         if field in data:
             setattr(credential, field, data[field])
+    _check_switches(credential)
     if raw_key is not None:
         set_provider_key(credential, raw_key)
         logger.info("BYOK credential %s key rotated (%s)", credential.id, credential.label)

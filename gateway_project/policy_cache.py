@@ -65,8 +65,23 @@ class PolicyCache:
         self._lock = threading.Lock()
         _caches.add(self)
 
-    async def get(self, version: int, key: Any, loader: Callable[[], Awaitable[Any]], scope: Any = None) -> Any:
-        """The cached value of `key`, else `await loader()`, kept under `scope` (a value or a function of it)."""
+    def peek(self, version: int, key: Any) -> Any:
+        """The cached value for `key` at `version`, or None (nothing is loaded)."""
+        if version != self._version:
+            return None
+        return self._entries.get(key)
+
+    async def get(
+        self,
+        version: int,
+        key: Any,
+        loader: Callable[[], Awaitable[Any]],
+        scope: Any = None,
+        *,
+        cache_none: bool = True,
+    ) -> Any:
+        """The cached value of `key`, else `await loader()`, kept under `scope` (a value or a function of it);
+        a None loaded is not kept when `cache_none` is False."""
         if version != self._version:
             with self._lock:
                 self._entries, self._scopes, self._version = {}, {}, version
@@ -76,6 +91,8 @@ class PolicyCache:
             pass
         drops = self._drops
         value = await loader()
+        if value is None and not cache_none:
+            return value
         self.put(version, key, value, scope(value) if callable(scope) else scope, drops)
         return value
 

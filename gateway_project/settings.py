@@ -46,7 +46,9 @@ INSTALLED_APPS = [
     "byok",
     "scim",
     "budgets",
+    "ratelimits",
     "rankings",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -56,6 +58,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.recording.AuditContextMiddleware",  # management changes recorded with their actor (audit/)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -192,12 +195,16 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "gateway_project.api.openapi.add_error_responses",
         "inference.openapi.add_responses_operation",
+        "inference.embeddings.openapi.add_embeddings_operation",
     ],
     "ENUM_NAME_OVERRIDES": {
         "ResetIntervalEnum": "guardrails.models.ResetInterval",
         "DataRegionEnum": "guardrails.validation.REGIONS",
         "GenerationStatusEnum": "inference.models.GenerationStatus",
         "PresetStatusEnum": "presets.models.PresetStatus",
+        "AuditActionEnum": "audit.models.Action",
+        "GuardrailRuleActionEnum": "guardrails.validation.ACTIONS",
+        "AuditSourceEnum": "audit.models.Source",
     },
     # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -211,14 +218,25 @@ SPECTACULAR_SETTINGS = {
 GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
+        "operations.measure.MetricsMiddleware",  # hands the Context to the /metrics observation (no work)
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
         "presets.middleware.PresetMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
+        "ratelimits.middleware.RateLimitMiddleware",
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
 )
+
+# Rate limits (ratelimits/): the Redis holding the rate-limit windows (default REDIS_URL; empty without
+# REDIS_URL: the database holds them). Redis calls time out after this many milliseconds, and after a Redis failure a
+# process checks limits in the database for this many milliseconds before it tries Redis again.
+GATEWAY_RATE_LIMIT_REDIS_URL = env.str("GATEWAY_RATE_LIMIT_REDIS_URL", default=REDIS_URL)
+GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS", default=500)
+GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
+# Unknown bearer keys accepted per client address per minute (both planes) before that address gets 429.
+GATEWAY_AUTH_FAILURES_PER_MINUTE = env.int("GATEWAY_AUTH_FAILURES_PER_MINUTE", default=60)
 
 # Budgets: a request's spend hold is released after this many seconds if its process died before settling
 # it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
@@ -262,6 +280,12 @@ GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", def
 
 # GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
 GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
+
+# GET /metrics (Prometheus): served to `Authorization: Bearer GATEWAY_METRICS_TOKEN` or to client addresses in
+# GATEWAY_METRICS_ALLOWED_CIDRS. Several worker processes: set PROMETHEUS_MULTIPROC_DIR (docs/operations.md).
+GATEWAY_METRICS_ENABLED = env.bool("GATEWAY_METRICS_ENABLED", default=True)  # false: data plane not measured
+GATEWAY_METRICS_TOKEN = env.str("GATEWAY_METRICS_TOKEN", default="")
+GATEWAY_METRICS_ALLOWED_CIDRS = env.list("GATEWAY_METRICS_ALLOWED_CIDRS", default=["127.0.0.1/32", "::1/128"])
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))

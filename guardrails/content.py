@@ -173,10 +173,18 @@ def request_texts(body: dict) -> list[TextSlot]:
     if isinstance(data, str):
         slots.append(TextSlot(body, "input", "user"))
     elif isinstance(data, list):
-        for item in data:
+        for index, item in enumerate(data):
             if isinstance(item, dict):
                 slots.extend(_item_texts(item, str(item.get("role") or "user")))
+            elif isinstance(item, str):  # an /embeddings input array of strings
+                slots.append(TextSlot(data, index, "user"))
     return slots
+
+
+def has_token_input(body: dict) -> bool:
+    """Whether `input` holds token ids (an /embeddings input), which content filters cannot read."""
+    data = body.get("input")
+    return isinstance(data, list) and bool(data) and isinstance(data[0], (int, list))
 
 
 def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:

@@ -12,7 +12,7 @@ from typing import Any
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, opaque_files, redact, scan
+from guardrails.content import RuleResult, has_token_input, opaque_files, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
@@ -115,9 +115,16 @@ class GuardrailMiddleware:
 
     @staticmethod
     def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:
-        """A file the filters cannot read (a PDF, a file by id or URL) would carry its text past a block or
-        redact filter: 403 naming it. Flag-only filters let it through (they only observe)."""
+        """A file the filters cannot read (a PDF, a file by id or URL), or token ids (an /embeddings input), would
+        carry text past a block or redact filter: 403 naming it. Flag-only filters let it through (they only
+        observe)."""
         enforcing = [r for r in policy.rules if any(f.action in ("block", "redact") for f in r.filters)]
+        if enforcing and has_token_input(ctx.body):  # an /embeddings input of token ids
+            guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
+            raise _refusal(
+                f"Content filters of guardrail {guardrails} cannot read token ids: send the input as text",
+                {"field": "input", "guardrail_ids": [str(r.id) for r in enforcing]},
+            )
         if enforcing and (names := opaque_files(ctx.body)):
             listed = ", ".join(f"'{n}'" for n in names)
             guardrails = ", ".join(f"'{r.name}'" for r in enforcing)

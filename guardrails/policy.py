@@ -16,8 +16,8 @@ from typing import Any
 
 from django.conf import settings
 
+from gateway_project.regex import compile_pattern, compile_screen
 from guardrails.detectors import DETECTORS, LABELS
-from guardrails.regex import compile_pattern, compile_screen
 from inference.pipeline.context import Candidate, EndpointFilter, SpendLimit
 
 ACTION_RANK = {"flag": 1, "redact": 2, "block": 3}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
+from gateway_project.regex import InvalidPattern, compile_pattern
 from guardrails.detectors import BUILTIN_SLUGS, LABELS
 from guardrails.models import ZDR_FIELDS, Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment, ResetInterval
 from guardrails.policy import zdr_vendor_letters
-from guardrails.regex import InvalidPattern, compile_pattern
 from guardrails.validation import ACTIONS, REGIONS
 
 SCAN_SCOPES = ("user_only", "all_messages")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from gateway_project.regex import InvalidPattern, compile_pattern
 from guardrails.detectors import BUILTIN_SLUGS
 from guardrails.models import LIST_FIELDS, Guardrail
-from guardrails.regex import InvalidPattern, compile_pattern
 
 REGIONS = ("global", "europe", "us")
 ACTIONS = ("block", "redact", "flag")

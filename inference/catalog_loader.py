@@ -54,6 +54,20 @@ ENDPOINT_FIELDS = (
 PRICE_FIELDS = ("prompt_price", "completion_price", "cached_prompt_price")
 
 
+OUTPUT_MODALITIES = ("text", "image", "audio", "embeddings")
+EMBEDDINGS = "embeddings"  # an embeddings model has this output modality alone and is served by POST /embeddings
+EMBEDDINGS_FORMATS = ("openai-responses", "openai-chat", "echo")  # provider formats with an embeddings API
+
+
+def _check_output_modalities(value: Any, where: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in OUTPUT_MODALITIES for v in value):
+        raise CatalogError(f"{where}: 'output_modalities' must be a list of {', '.join(OUTPUT_MODALITIES)}")
+    if EMBEDDINGS in value and len(value) > 1:
+        raise CatalogError(f"{where}: 'output_modalities' [embeddings] cannot be combined with other modalities")
+
+
 class CatalogError(ValueError):
     """A catalog file that cannot be loaded; the message names the entry and field."""
 
@@ -140,6 +154,7 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
         where = f"models[{i}]"
         slug = _require(entry, "slug", where)
         defaults = {f: entry[f] for f in MODEL_FIELDS if f in entry}
+        _check_output_modalities(entry.get("output_modalities"), where)
         defaults.setdefault("canonical_slug", slug)
         defaults.setdefault("vendor", slug.split("/", 1)[0])
         summary.upsert(Model, {"slug": slug}, defaults, update=update)
@@ -152,6 +167,11 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
         provider = Provider.objects.filter(slug=_require(entry, "provider", where)).first()
         if provider is None:
             raise CatalogError(f"{where}: unknown provider '{entry['provider']}'")
+        if EMBEDDINGS in (model.output_modalities or ()) and provider.api_format not in EMBEDDINGS_FORMATS:
+            raise CatalogError(
+                f"{where}: provider '{provider.slug}' ({provider.api_format}) has no embeddings API for the "
+                f"embeddings model '{model.slug}' (formats with one: {', '.join(EMBEDDINGS_FORMATS)})"
+            )
         defaults = {f: entry[f] for f in ENDPOINT_FIELDS if f in entry}
         defaults.setdefault("upstream_model", model.slug.split("/", 1)[-1])
         for field in PRICE_FIELDS:

@@ -24,7 +24,6 @@ from inference.models import Endpoint, Model
 from inference.pipeline.context import Candidate
 from inference.routing import candidate_from_endpoint
 
-OUTPUT_MODALITIES = ("text", "image", "audio", "embeddings")
 # Endpoint price fields shown in `pricing`, as (catalog field, public name); a field a catalog does not have is
 # skipped, so price-sheet fields added to Endpoint appear here when they are listed.
 PRICE_NAMES = (

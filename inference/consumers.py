@@ -41,7 +41,7 @@ METADATA_HEADERS = ("x-service-metadata", "x-service-experimental-metadata")
 class Responder:
     """Writes the HTTP response through the ASGI `send` callable and remembers how far it got."""
 
-    __slots__ = ("_send", "complete", "extra", "ingress", "last_write", "request_id", "started")
+    __slots__ = ("_send", "complete", "extra", "extra_headers", "ingress", "last_write", "request_id", "started")
 
     def __init__(self, send, request_id: str, ingress: Ingress = RESPONSES, extra=()) -> None:
         self._send = send
@@ -50,6 +50,7 @@ class Responder:
         self.request_id = request_id
         self.ingress = ingress
         self.extra = extra  # CORS headers of an allowed Origin
+        self.extra_headers: list[tuple[bytes, bytes]] = []  # on every answer (e.g. x-ratelimit-*, set by ratelimits)
         self.last_write = time.monotonic()
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
@@ -57,7 +58,7 @@ class Responder:
         if self.started:
             return
         self.started = True
-        headers = [*headers, *self.extra, (b"x-request-id", self.request_id.encode()), NOSNIFF]
+        headers = [*headers, *self.extra, *self.extra_headers, (b"x-request-id", self.request_id.encode()), NOSNIFF]
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def body(self, data: bytes, more: bool = False) -> None:
@@ -177,6 +178,7 @@ class InferenceConsumer:
             host=headers.get("host", "").split(":")[0],
             headers=headers,
             raw_body=raw,
+            client_address=(scope.get("client") or ("",))[0] or "",
             body=body,
             metadata_enabled=_metadata_enabled(headers),
             session_id=session_id or None,

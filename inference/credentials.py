@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from byok.routing import usable_credentials
+from byok.routing import platform_key_allowed, usable_credentials
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.provider_config import key_env_problem
 
@@ -26,8 +26,11 @@ def platform_credential(candidate: Candidate) -> Credential | None:
 
 
 async def credentials_for(ctx: Context, candidate: Candidate) -> list[Credential]:
-    """The credentials to try for `candidate`, in order: usable BYOK credentials, then the platform key."""
+    """The credentials to try for `candidate`, in order: usable BYOK credentials, then the platform key unless
+    a BYOK key takes it away (`is_byok_only`, `is_required`) or the candidate is a BYOK declaration's."""
     credentials = await usable_credentials(ctx, candidate)
+    if not await platform_key_allowed(ctx, candidate):
+        return credentials
     platform = platform_credential(candidate)
     if platform is not None:
         credentials.append(platform)

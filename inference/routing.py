@@ -9,10 +9,14 @@ version. The result is memoized in `ctx.candidates`.
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
+from byok.routing import declared_zdr_by_provider
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
@@ -37,6 +41,7 @@ ROUTED_PARAMETERS = (
     "text",
 )
 STICKY_SESSIONS_MAX = 100_000
+EMBEDDINGS = "embeddings"  # the output modality of embedding models, and the ingress format of POST /embeddings
 # Sticky sessions, keyed by (organization id, session id): one organization's session ids never steer
 # another's routing. Session ids are at most 256 characters (the body's and the header's alike).
 _sticky: OrderedDict[tuple[Any, str], Any] = OrderedDict()
@@ -98,6 +103,7 @@ def clear_caches() -> None:
     """Forget the catalog snapshot and sticky sessions (tests: the database was reset under the process)."""
     _catalog.clear()
     _sticky.clear()
+    _variants.clear()
 
 
 def requested_models(body: dict[str, Any]) -> list[str]:
@@ -238,27 +244,75 @@ def remember_session(ctx: Context, candidate: Candidate) -> None:
         _sticky.popitem(last=False)
 
 
-def select_candidates(ctx: Context, snapshot: dict[str, list[Candidate]]) -> list[Candidate]:
-    """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O)."""
+_variants: dict[tuple[int, uuid.UUID, bool], Candidate] = {}
+_VARIANTS_MAX = 10_000
+
+
+def _declared_variants(
+    ctx: Context, candidate: Candidate, declared_zdr: Mapping[str, frozenset[bool]] | None
+) -> list[Candidate]:
+    """The candidate as the organization's BYOK keys declare it (`declared_zdr` differing from the catalog's),
+    built once per policy version and endpoint."""
+    values = declared_zdr.get(candidate.provider_slug) if declared_zdr else None
+    if not values:
+        return []
+    variants = []
+    for value in sorted(values, reverse=True):
+        if value == candidate.zdr:
+            continue
+        key = (ctx.policy_version, candidate.endpoint_id, value)
+        variant = _variants.get(key)
+        if variant is None:
+            if len(_variants) >= _VARIANTS_MAX:
+                _variants.clear()
+            variant = _variants[key] = replace(candidate, zdr=value, byok_declared_zdr=value)
+        variants.append(variant)
+    return variants
+
+
+def _wrong_kind(body: dict[str, Any], name: str, embeddings: bool) -> GatewayError:
+    """400: an embeddings model asked for text, or a text model asked for embeddings."""
+    field = "model" if body.get("model") == name else "models"
+    if embeddings:
+        return validation_error(field, f"'{name}' is not an embeddings model")
+    return validation_error(field, f"'{name}' is an embeddings model; use POST /api/v1/embeddings")
+
+
+def select_candidates(
+    ctx: Context,
+    snapshot: dict[str, list[Candidate]],
+    declared_zdr: Mapping[str, frozenset[bool]] | None = None,
+) -> list[Candidate]:
+    """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O).
+
+    `declared_zdr` (provider slug -> the `declared_zdr` values of the organization's BYOK keys for it) adds,
+    before each endpoint of such a provider, the endpoint as those keys declare it: the filters (guardrail
+    ZDR, `provider.zdr`) then judge the declaration, and byok.routing tries that variant with those keys only.
+    """
     names = requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
     model_rank: dict[str, int] = {}
+    embeddings = ctx.ingress_format == EMBEDDINGS
     for name in names:
         endpoints = snapshot.get(name)
         if endpoints is None:
             raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
+        if (EMBEDDINGS in endpoints[0].output_modalities) != embeddings:
+            raise _wrong_kind(ctx.body, name, embeddings)
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)
-            if candidate not in candidates:
-                candidates.append(candidate)
+            for variant in (*_declared_variants(ctx, candidate, declared_zdr), candidate):
+                if variant not in candidates:
+                    candidates.append(variant)
     return _order(ctx, _apply_filters(ctx, candidates), model_rank)
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:
     """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
     if ctx.candidates is None:
-        ctx.candidates = select_candidates(ctx, await catalog_snapshot(ctx))
+        snapshot = await catalog_snapshot(ctx)
+        ctx.candidates = select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx))
     return ctx.candidates

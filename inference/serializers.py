@@ -7,7 +7,8 @@ from rest_framework import serializers
 
 from gateway_project.api.errors import validation_error
 from gateway_project.api.serializers import TimestampField
-from inference.catalog_selectors import OUTPUT_MODALITIES, ModelQuery
+from inference.catalog_loader import OUTPUT_MODALITIES
+from inference.catalog_selectors import ModelQuery
 from inference.models import GenerationStatus
 
 

@@ -132,14 +132,24 @@ class ResponseStream:
         if self.message_id is None:
             return
         text = "".join(self.text_parts)
+        annotations = self._annotations(text)
+        for position, annotation in enumerate(annotations):
+            ref = {**self._part_ref(), "annotation_index": position, "annotation": annotation}
+            self.emit("response.output_text.annotation.added", ref)
         self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": []})
-        part = {"type": "output_text", "text": text, "annotations": []}
+        part = {"type": "output_text", "text": text, "annotations": annotations}
         self.emit("response.content_part.done", {**self._part_ref(), "part": part})
         item = message_item(self.message_id, text, status)
+        if annotations:
+            item["content"][0]["annotations"] = annotations
         self.items[self.message_index] = item
         self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
         self.message_id = None
         self.text_parts = []
+
+    def _annotations(self, text: str) -> list[dict[str, Any]]:
+        """Annotations of a finished text part: none here (the server-tool loop's writer adds url_citation)."""
+        return []
 
     def _function_call(self, event: FunctionCallDone) -> None:
         self._close_message()

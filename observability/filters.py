@@ -6,10 +6,11 @@ value?}]}]}`. Groups combine with AND. A disabled rule set, or one without group
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from gateway_project.regex import InvalidPattern, compile_pattern
 
 STRING_FIELDS = ("model", "provider", "session_id", "user_id", "api_key_name", "finish_reason", "input", "output")
 NUMBER_FIELDS = ("total_cost", "total_tokens", "prompt_tokens", "completion_tokens")
@@ -67,9 +68,9 @@ def _validate_rule(rule: Any, path: str) -> dict:
         raise FilterRulesError(f"{path}.value", f"must be a string of at most {MAX_VALUE_LENGTH} characters")
     if operator == "regex":
         try:
-            re.compile(value)
-        except re.error as exc:
-            raise FilterRulesError(f"{path}.value", f"invalid regular expression: {exc}") from None
+            compile_pattern(value)
+        except InvalidPattern as exc:
+            raise FilterRulesError(f"{path}.value", f"{exc} (RE2 syntax: no look-around or back-references)") from None
     return {"field": field, "operator": operator, "value": value}
 
 
@@ -110,7 +111,7 @@ def _present(actual: Any) -> bool:
 
 def _string_test(operator: str, value: str) -> Callable[[Any], bool]:
     if operator == "regex":
-        pattern = re.compile(value)
+        pattern = compile_pattern(value)  # RE2: linear in the text
         return lambda actual: _present(actual) and pattern.search(str(actual)) is not None
     tests: dict[str, Callable[[str], bool]] = {
         "equals": lambda a: a == value,

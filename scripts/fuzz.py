@@ -32,7 +32,8 @@ from scripts.fuzz_hostile import run_hostile
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = "/api/v1/openapi.json"
 RESPONSES_PATH = "/api/v1/responses"
-INFERENCE_PATHS = (RESPONSES_PATH, "/api/v1/chat/completions", "/api/v1/messages")
+EMBEDDINGS_PATH = "/api/v1/embeddings"
+INFERENCE_PATHS = (RESPONSES_PATH, "/api/v1/chat/completions", "/api/v1/messages", EMBEDDINGS_PATH)
 CHECKS = ",".join(
     (
         "not_a_server_error",

@@ -39,6 +39,15 @@ def _encryption_keys():
         yield
 
 
+@pytest.fixture(autouse=True)
+def _forget_failed_authentications():
+    """Every test client comes from 127.0.0.1: one test's unknown keys must not make the next one's 429."""
+    from accounts.auth_throttle import failed_authentications
+
+    failed_authentications.reset()
+    yield
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _allow_loopback_urls():
     """GATEWAY_ALLOW_PRIVATE_URLS for the whole session: fake upstreams and receivers live on loopback."""

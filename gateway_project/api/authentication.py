@@ -22,7 +22,7 @@ class ApiKeyAuthentication(BaseAuthentication):
     """`Authorization: Bearer <key>` → request.user is a `Principal`, request.auth the key hash."""
 
     def authenticate(self, request):
-        principal = authenticate_header(request.META.get("HTTP_AUTHORIZATION"))
+        principal = authenticate_header(request.META.get("HTTP_AUTHORIZATION"), request.META.get("REMOTE_ADDR") or "")
         touch_last_used(principal)
         return principal, principal.key_hash
 

@@ -50,6 +50,9 @@ class Candidate:
     output_modalities: tuple[str, ...]
     # The provider's own time limits ((name, seconds) pairs over the GATEWAY_UPSTREAM_* settings).
     timeout_overrides: tuple[tuple[str, float], ...] = ()
+    # Set on a candidate routing adds for the organization's BYOK keys whose `declared_zdr` differs from the
+    # catalog's `zdr`: it carries the declared value as `zdr` and is tried with those keys only (byok.routing).
+    byok_declared_zdr: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,7 @@ class Context:
     host: str
     headers: dict[str, str]  # lower-case names
     raw_body: bytes
+    client_address: str = ""  # the ASGI client's host (behind a trusted proxy, uvicorn's --proxy-headers set it)
     body: dict[str, Any] = field(default_factory=dict)  # the validated Responses request; middlewares may rewrite it
     principal: Principal | None = None
     policy_version: int = 0

@@ -45,7 +45,7 @@ class Plugin:
 
 
 REGISTRY: dict[str, Plugin] = {}
-IMPLEMENTATIONS: tuple[str, ...] = ()
+IMPLEMENTATIONS: tuple[str, ...] = ("inference.plugins.web", "inference.plugins.web_fetch")
 _loaded = False
 
 

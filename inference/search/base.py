@@ -23,6 +23,20 @@ class SearchResult:
     published: str = ""
 
 
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+async def _read(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(65536):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise SearchError(f"the answer is larger than {limit} bytes")
+    return b"".join(chunks)
+
+
 class SearchError(Exception):
     """The engine could not answer (unreachable, an error status, a body that is not its JSON)."""
 
@@ -58,7 +72,7 @@ class SearchEngine:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout)
         try:
             async with get_session().get(url, params=params, headers=headers, timeout=timeout) as response:
-                body = await response.content.read(4 * 1024 * 1024)
+                body = await _read(response, MAX_ANSWER_BYTES)
                 if response.status != 200:
                     raise SearchError(f"{self.name} answered HTTP {response.status}")
         except (aiohttp.ClientError, TimeoutError) as error:

@@ -83,7 +83,5 @@ async def run_calls(ctx: Any, calls: list[FunctionCallDone], plan: Plan, state: 
             {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
         )
         state.input.append({"type": "function_call_output", "call_id": call.call_id, "output": result.output})
-    if writer is not None:
-        writer.sources = state.sources
     state.server_calls += len(calls)
     return fees

@@ -41,7 +41,7 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
     state = initial_state(ctx.body, plan)
     base = upstream_body(ctx)
     budget = TurnBudget(ctx, candidates, ctx.body)
-    turns = StreamTurns(ctx, responder) if ctx.stream else JsonTurns(ctx, responder)
+    turns = StreamTurns(ctx, responder, state.sources) if ctx.stream else JsonTurns(ctx, responder)
     server_names = set(plan.server_tools)
     last: Turn | None = None
     try:
@@ -51,7 +51,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
             body = turn_body(base, plan, state)
             if state.turns:
                 await budget.before_turn(body, Decimal(0))
-            last = await turns.turn(body, candidates, server_names)
+            first_attempt = len(ctx.outcome.attempts)
+            try:
+                last = await turns.turn(body, candidates, server_names)
+            finally:
+                for entry in ctx.outcome.attempts[first_attempt:]:
+                    entry["turn"] = state.turns + 1
             cost = compute_cost(last.candidate, last.result.usage)
             _record_turn(state, last, cost)
             await budget.after_turn(cost, last.credential.is_byok)
@@ -63,10 +68,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
+        _count_cut_turn(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         await _fail_stream(ctx, turns.writer, ctx.outcome.candidate, error)
-    except BaseException:
+    except BaseException:  # a refusal (402), a failure before the stream, a client that went away
+        _count_cut_turn(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         raise
@@ -105,6 +112,17 @@ async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budg
     elif state.steps >= min(plan.max_steps, MAX_STEPS):
         state.final = True
         state.stopped_by = "max_tool_calls" if not plan.conditions else "step_limit"
+
+
+def _count_cut_turn(state: LoopState, turns: Any) -> None:
+    """A streamed turn cut after it began has no upstream usage: its estimate is charged (as for any stream)."""
+    partial = turns.partial_usage() if isinstance(turns, StreamTurns) else None
+    if partial is None:
+        return
+    usage, candidate = partial
+    state.turns += 1
+    state.add_usage(usage)
+    state.cost += compute_cost(candidate, usage)
 
 
 def _call_entry(call: Any) -> dict[str, Any]:

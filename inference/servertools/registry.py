@@ -52,7 +52,11 @@ class ServerTool:
 
 
 REGISTRY: dict[str, ServerTool] = {}
-IMPLEMENTATIONS = ("inference.servertools.web_search",)
+IMPLEMENTATIONS = (
+    "inference.servertools.web_search",
+    "inference.servertools.tool_search",
+    "inference.servertools.web_fetch",
+)
 _loaded = False
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalResult
-from inference.response import message_item
 from inference.servertools.citations import annotate
 from inference.streaming import ResponseStream
 
@@ -41,26 +40,8 @@ class LoopStream(ResponseStream):
         self.emit("response.output_item.done", {"output_index": index, "item": item})
         await self.flush()
 
-    def _close_message(self) -> None:
-        if self.message_id is None:
-            return
-        text = "".join(self.text_parts)
-        annotations = annotate(text, self.sources)
-        ref = self._part_ref()
-        for position, annotation in enumerate(annotations):
-            self.emit(
-                "response.output_text.annotation.added",
-                {**ref, "annotation_index": position, "annotation": annotation},
-            )
-        self.emit("response.output_text.done", {**ref, "text": text, "logprobs": []})
-        part = {"type": "output_text", "text": text, "annotations": annotations}
-        self.emit("response.content_part.done", {**ref, "part": part})
-        item = message_item(self.message_id, text)
-        item["content"][0]["annotations"] = annotations
-        self.items[self.message_index] = item
-        self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
-        self.message_id = None
-        self.text_parts = []
+    def _annotations(self, text: str) -> list[dict[str, Any]]:
+        return annotate(text, self.sources)
 
     async def finish(self, last: CanonicalResult, usage: Usage, cost: Decimal) -> None:
         """`response.completed` (or `.incomplete`) with the totals of every turn, then [DONE]."""

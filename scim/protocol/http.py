@@ -70,7 +70,10 @@ def exception_response(exc: Exception) -> HttpResponse:
         errors = Error.from_validation_errors(exc.errors())
         return error_response(errors[0] if errors else Error(status=400, scim_type="invalidValue"))
     if isinstance(exc, GatewayError):
-        return error_response(Error(status=exc.status, detail=exc.message))
+        response = error_response(Error(status=exc.status, detail=exc.message))
+        for name, value in exc.headers.items():  # e.g. Retry-After of a 429
+            response[name] = value
+        return response
     logger.exception("Unhandled error in a SCIM view", exc_info=exc)
     return error_response(Error(status=500, detail="Internal Server Error"))
 
@@ -88,7 +91,7 @@ class ScimView(View):
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
-            self.principal = self._authenticate(request)
+            self.principal = request.user = self._authenticate(request)  # request.user: the audit log's actor
             self.base_url = scim_base_url(request)
             with SERVER_POLICY:
                 return super().dispatch(request, *args, **kwargs)
@@ -98,8 +101,12 @@ class ScimView(View):
     @staticmethod
     def _authenticate(request: HttpRequest) -> Principal:
         try:
-            principal = authenticate_header(request.META.get("HTTP_AUTHORIZATION"))
+            principal = authenticate_header(
+                request.META.get("HTTP_AUTHORIZATION"), request.META.get("REMOTE_ADDR") or ""
+            )
         except GatewayError as exc:
+            if exc.status == 429:  # an address flooding unknown keys (accounts/auth_throttle.py)
+                raise
             raise UnauthorizedException(detail=exc.message) from None
         if not principal.is_management:
             raise ForbiddenException(detail=MANAGEMENT_ONLY)

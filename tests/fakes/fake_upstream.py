@@ -5,6 +5,8 @@ It serves the three wire formats the gateway's adapters speak, JSON and streamed
 - `POST /v1/responses`          OpenAI Responses
 - `POST /v1/chat/completions`   OpenAI Chat Completions (streams a usage chunk when `stream_options.include_usage`)
 - `POST /v1/messages`           Anthropic Messages
+- `POST /v1/embeddings`         OpenAI embeddings (JSON only; see `_embeddings` for the vectors; `fail-<status>`,
+                                `garbage-json`, `hang` and the slow scenarios apply)
 
 Use (pytest): the `fake_upstream` fixture (tests/fakes/fixtures.py) gives a started, freshly reset
 `FakeUpstream`; point a catalog endpoint or an `UpstreamCall` at `fake_upstream.base_url`
@@ -19,6 +21,8 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 | model                     | behaviour                                                                      |
 |---------------------------|--------------------------------------------------------------------------------|
 | anything else             | the text answer                                                                |
+| `reasoning`               | the text answer after reasoning text "Thinking it over." in 2 pieces (Responses   |
+|                           | summary, Chat `reasoning`, Anthropic thinking block)                           |
 | `tool-call`               | a function call of the request's first tool (or `get_weather`), `{"city": "Paris"}` |
 | `length`                  | text answer, finish `length` / `max_tokens` / Responses `incomplete`           |
 | `content-filter`          | text answer, finish `content_filter` / `refusal`                               |
@@ -55,7 +59,9 @@ event loop use `await fake.wait_disconnected(timeout)`, from sync code `fake.dis
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,6 +73,7 @@ from tests.fakes import fake_formats as formats
 
 DEFAULT_PIECES = ["Hello", " from", " the", " fake", " upstream."]
 TOOL_ARGUMENT_PIECES = ['{"city":', ' "Paris"}']
+REASONING_PIECES = ["Thinking it ", "over."]
 
 
 @dataclass
@@ -126,6 +133,8 @@ class FakeUpstream:
     retry_after: str = "7"
     rejected_keys: set[str] = field(default_factory=lambda: {"sk-invalid"})
     response_headers: dict[str, str] = field(default_factory=dict)  # added to every answer (e.g. Set-Cookie)
+    embedding_tokens_per_input: int = 3  # /embeddings usage.prompt_tokens per input
+    embedding_usage: bool = True  # False: /embeddings answers without `usage`
 
     def __post_init__(self) -> None:
         self.script: list[formats.Reply] = []  # replies played in order, whatever the model (then the default)
@@ -182,6 +191,8 @@ class FakeUpstream:
             "retry_after",
             "rejected_keys",
             "response_headers",
+            "embedding_tokens_per_input",
+            "embedding_usage",
         ):
             setattr(self, name, getattr(defaults, name))
 
@@ -199,6 +210,7 @@ class FakeUpstream:
                 web.post("/v1/responses", self._handle),
                 web.post("/v1/chat/completions", self._handle),
                 web.post("/v1/messages", self._handle),
+                web.post("/v1/embeddings", self._handle),
             ]
         )
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
@@ -277,7 +289,8 @@ class FakeUpstream:
             return formats.Reply(
                 tool_name=_first_tool_name(body), tool_arguments=list(TOOL_ARGUMENT_PIECES), finish="tool_calls"
             )
-        return formats.Reply(pieces=list(self.reply_pieces), finish=finish)
+        reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
+        return formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
 
     def _render(self, path: str, body: dict[str, Any], reply: formats.Reply) -> tuple[dict[str, Any], list[bytes]]:
         model = str(body.get("model", ""))
@@ -307,6 +320,8 @@ class FakeUpstream:
             await asyncio.sleep(scenario.delay if scenario.delay is not None else self.first_byte_delay)
         if name == "garbage-json":
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
+        if request.path.endswith("/embeddings"):
+            return web.json_response(self._embeddings(body))
         reply = self._reply(scenario, body)
         if reply.fail_status:
             return self._error(request.path, reply.fail_status, record.auth)
@@ -314,6 +329,28 @@ class FakeUpstream:
         if not record.stream:
             return await self._send_json(request, document, name, scenario.delay)
         return await self._send_stream(request, frames, scenario)
+
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """OpenAI embeddings: input i gets [(i+1)*0.1, (i+1)*0.2, ...] of `dimensions` (default 8) values, listed
+        last input first (clients must order by `index`), as floats or base64 float32 per `encoding_format`."""
+        value = body.get("input")
+        inputs = (
+            [value]
+            if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], int))
+            else value
+        )
+        dims = body.get("dimensions") or 8
+        data = []
+        for index in reversed(range(len(inputs or []))):
+            vector = [round((index + 1) * 0.1 * (k + 1), 4) for k in range(dims)]
+            if body.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{dims}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        answer: dict[str, Any] = {"object": "list", "data": data, "model": body.get("model")}
+        if self.embedding_usage:
+            tokens = self.embedding_tokens_per_input * len(data)
+            answer["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return answer
 
     async def _send_json(
         self, request: web.Request, document: dict[str, Any], name: str, delay: float | None

@@ -143,7 +143,7 @@ class FakeWeb:
         try:
             for _ in range(10_000):
                 await response.write(chunk)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionError, asyncio.CancelledError):
             pass
         return response
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway_project.api.errors import GatewayError
-from inference.plugins.registry import PLUGIN_IDS, REGISTRY
+from inference.plugins.registry import PLUGIN_IDS, load
 from inference.schema import parse_body, validate_body
 
 FN = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
@@ -58,6 +58,7 @@ INVALID = [
     ({"plugins": [{"id": "auto-router", "allowed_models": "a/*"}]}, "plugins[0].allowed_models"),
     ({"plugins": {"id": "web"}}, "plugins"),
     ({"tools": [{**FN, "defer_loading": True}]}, "tools[0].defer_loading"),
+    ({"tools": [{**FN, "defer_loading": True}, {"type": "service:tool_search"}]}, "tools[0].defer_loading"),
     ({"tools": [{"type": "function"}]}, "tools[0].name"),
     ({"tools": [{"name": "x"}]}, "tools[0].type"),
     ({"tools": [{**FN, "parameters": "x"}]}, "tools[0].parameters"),
@@ -150,7 +151,9 @@ VALID = {
     "modalities": ["text", "image"],
     "plugins": [],
     "tools": [
-        {**FN, "defer_loading": False},
+        {**FN, "defer_loading": True},
+        {"type": "service:tool_search"},
+        {"type": "service:web_search", "parameters": {"max_results": 3}},
         {"type": "function", "name": "now"},
     ],
     "tool_choice": "auto",
@@ -215,7 +218,7 @@ def test_validation_is_fast():
 
 
 # Plugin and server-tool kinds this gateway does not implement are refused, never accepted and ignored.
-UNSUPPORTED_PLUGINS = sorted(PLUGIN_IDS - REGISTRY.keys())
+UNSUPPORTED_PLUGINS = sorted(PLUGIN_IDS - load().keys())
 
 
 @pytest.mark.parametrize("plugin_id", UNSUPPORTED_PLUGINS)

@@ -115,6 +115,10 @@ def test_every_type_is_accepted_with_its_required_keys(api):
             {"filter_rules": {"groups": [{"rules": [{"field": "model", "operator": "regex", "value": "("}]}]}},
             "filter_rules.groups[0].rules[0].value",
         ),
+        (  # look-around: not RE2 (linear-time matching has none)
+            {"filter_rules": {"groups": [{"rules": [{"field": "model", "operator": "regex", "value": "a(?=b)"}]}]}},
+            "filter_rules.groups[0].rules[0].value",
+        ),
         (
             {"filter_rules": {"groups": [{"rules": [{"field": "model", "operator": "equals"}]}]}},
             "filter_rules.groups[0].rules[0].value",

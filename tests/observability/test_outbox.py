@@ -254,3 +254,18 @@ def test_nul_characters_do_not_break_the_write(api, org):
     generation = record_generation(org, body=body, output_text="out\x00put")
     payload = rows_for(generation, dest).get().payload
     assert payload["input"] == "ab and a literal \\u0000" and payload["output_text"] == "output"
+
+
+def test_a_catastrophic_regex_does_not_stall_the_accounting_write(api, org):
+    """`^(a+)+$` against 40 characters took hours with Python's `re` (28 took 6.4 s, holding the GIL for every
+    tenant); RE2 matches in linear time."""
+    import time
+
+    dest = destination(api, filter_rules={"groups": [{"rules": [
+        {"field": "input", "operator": "regex", "value": "^(a+)+$"}]}]})  # fmt: skip
+    started = time.monotonic()
+    generation = record_generation(org, body={"model": "openai/gpt-4o-mini", "input": "a" * 40 + "!"})
+    assert time.monotonic() - started < 2
+    assert rows_for(generation, dest).count() == 0
+    generation = record_generation(org, body={"model": "openai/gpt-4o-mini", "input": "a" * 40})
+    assert rows_for(generation, dest).count() == 1

@@ -82,6 +82,7 @@ def test_create_from_messages_persists_only_preset_fields(api):
         "trace": {"trace_id": "t"},
         "stream": True,
         "cache_control": {"type": "ephemeral", "ttl": "5m"},
+        "plugins": [{"id": "web"}],
         "stop_server_tools_when": [{"type": "step_count_is", "step_count": 3}],
         "provider": {"order": ["anthropic"]},
         "temperature": 0.5,
@@ -96,6 +97,7 @@ def test_create_from_messages_persists_only_preset_fields(api):
         "max_tokens": 512,
         "temperature": 0.5,
         "provider": {"order": ["anthropic"]},
+        "plugins": [{"id": "web"}],
         "route": "fallback",
         "stop_server_tools_when": [{"type": "step_count_is", "step_count": 3}],
         "cache_control": {"type": "ephemeral", "ttl": "5m"},
@@ -187,7 +189,7 @@ def test_management_key_required(org):
     [
         ("responses", {"model": "a/b\u0000c"}, "model"),
         ("responses", {"model": "a/b", "provider": {"order": ["x\u0000"]}}, "provider.order[0]"),
-        # refused at parse time (gateway_project/json_input.py), naming the member the client sent
+        # refused at parse time, naming the member the client sent (not the stored system_prompt)
         ("responses", {"model": "a/b", "instructions": "nul\u0000"}, "instructions"),
         ("messages", {"model": "a/b", "system": "nul\u0000"}, "system"),
     ],

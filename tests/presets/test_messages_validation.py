@@ -130,6 +130,8 @@ VALID = [
             {"type": "finish_reason_is", "reason": "stop"},
         ]
     },
+    {"plugins": [{"id": "web", "max_results": 3}, {"id": "web-fetch", "enabled": False}]},
+    {"tools": [{"name": "f", "input_schema": {"type": "object"}}, {"type": "service:web_search"}]},
     {"cache_control": {"type": "ephemeral"}},
     {
         "provider": {

@@ -13,7 +13,7 @@ from django.db import connection, connections
 
 from gateway_project import db_thread
 from inference import recorder
-from tests.fakes.tcp_proxy import TcpProxy
+from tests.fakes.tcp_blackhole import BlackholeProxy as TcpProxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BODY = {"model": "echo/echo-1", "input": "hi"}

@@ -28,7 +28,7 @@ from gateway_project import policy_versions
 from gateway_project.policy_cache import listener, org_scope, publisher
 from rankings import rate_limits
 from tests.conftest import free_port, make_org
-from tests.fakes.tcp_proxy import TcpProxy
+from tests.fakes.tcp_blackhole import BlackholeProxy as TcpProxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REAL_REDIS = os.environ.get("REDIS_URL", "")
@@ -169,6 +169,9 @@ def test_one_organizations_change_keeps_the_others_cache(http, gateway_server, o
 def test_random_tokens_neither_evict_known_keys_nor_flush_the_cache(http, monkeypatch, settings):
     monkeypatch.setattr(auth_middleware._unknown_keys, "max_entries", 20)
     settings.GATEWAY_POLICY_REFRESH_MS = settings.GATEWAY_POLICY_RECHECK_MS = 60_000  # no row read mid-test
+    settings.GATEWAY_AUTH_FAILURES_PER_MINUTE = (
+        0  # the per-address limit (accounts/auth_throttle.py) is not the subject
+    )
     policy_versions.rows.forget()
     assert http.post("/responses", json=BODY).status_code == 200
     version = async_to_sync(policy_versions.current_policy_version)()

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from rest_framework.test import APIClient
 
+from inference.embeddings.openapi import PATH as EMBEDDINGS_PATH
 from inference.openapi import PATH as RESPONSES_PATH
+from inference.openapi_wire import CHAT_PATH, MESSAGES_PATH
 from tests.conftest import OrgFixture
 from tests.scim.conftest import ScimClient
 
@@ -28,6 +30,7 @@ CATALOG_OPERATIONS = {("GET", "/api/v1/models/{vendor}/{name}"), ("GET", "/api/v
 # tests/inference/test_generation_lookup.py).
 QUERY_LOOKUP_OPERATIONS = {("GET", "/api/v1/generation")}
 PRESET_SLUG = "iso-preset"
+DATA_PLANE_PATHS = (RESPONSES_PATH, CHAT_PATH, MESSAGES_PATH, EMBEDDINGS_PATH)
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,14 @@ class Operation:
 
 
 def management_operations() -> list[Operation]:
-    """Every operation of /api/v1/openapi.json except POST /responses (the data plane)."""
+    """Every operation of /api/v1/openapi.json except the data plane's (/responses, /chat/completions, /messages,
+    /embeddings)."""
     schema = APIClient().get("/api/v1/openapi.json").json()
     return [
         Operation(method.upper(), path)
         for path, item in sorted(schema["paths"].items())
         for method in METHODS
-        if method in item and path != RESPONSES_PATH
+        if method in item and path not in DATA_PLANE_PATHS
     ]
 
 

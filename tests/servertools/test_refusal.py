@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from inference.plugins.registry import PLUGIN_IDS, REGISTRY
+from inference.plugins.registry import PLUGIN_IDS, load
 from presets.models import PresetVersion
 from tests.inference.conftest import generations
 
-UNSUPPORTED = sorted(PLUGIN_IDS - REGISTRY.keys())
+UNSUPPORTED = sorted(PLUGIN_IDS - load().keys())
 
 
 @pytest.mark.parametrize("plugin_id", UNSUPPORTED[:2])

@@ -1,6 +1,8 @@
-"""Custom content-filter patterns are compiled with RE2 (google-re2): matching time is linear in the text,
-so a pattern written by an admin cannot stall the data plane (no catastrophic backtracking). RE2 has no
-look-around or back-references; such a pattern is rejected at write time with a 400.
+"""Regular expressions written by administrators (guardrail content filters, observability `filter_rules`)
+are compiled with RE2 (google-re2): matching time is linear in the text, so a pattern cannot stall a process
+(no catastrophic backtracking: Python's `re` took 6.4 s on `^(a+)+$` against 28 characters, holding the GIL
+for every tenant). RE2 has no look-around or back-references; such a pattern is rejected at write time with
+a 400.
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""Where a check runs: Redis when `REDIS_URL` is set and answering, the database otherwise.
+
+A Redis error (refused connection, time-out after `GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS`, a restart) sends the
+check to the database instead of failing the request, and this process keeps using the database for
+`GATEWAY_RATE_LIMIT_REDIS_RETRY_MS` before it tries Redis again. The two stores do not share their windows:
+in the minute a process switches, entries admitted in one store are not seen by the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from django.conf import settings
+
+from gateway_project.db_thread import in_db_thread
+from ratelimits import db_store, redis_store
+from ratelimits.limits import Decision, RateLimit
+
+logger = logging.getLogger("gateway.ratelimits")
+
+_db_check = in_db_thread(db_store.check)
+_db_settle = in_db_thread(db_store.settle)
+
+
+class _RedisHealth:
+    """When this process may try Redis again after a failure."""
+
+    retry_at = 0.0
+
+    def usable(self) -> bool:
+        return bool(settings.GATEWAY_RATE_LIMIT_REDIS_URL) and time.monotonic() >= self.retry_at
+
+    def failed(self, error: BaseException) -> None:
+        if time.monotonic() >= self.retry_at:
+            logger.warning("rate limits: Redis failed (%s: %s); using the database", type(error).__name__, error)
+        self.retry_at = time.monotonic() + settings.GATEWAY_RATE_LIMIT_REDIS_RETRY_MS / 1000
+
+    def reset(self) -> None:
+        self.retry_at = 0.0
+
+
+redis_health = _RedisHealth()
+
+
+def _redis_errors() -> tuple[type[BaseException], ...]:
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError, asyncio.TimeoutError)
+
+
+async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
+    """Admit the request in every scope or none, in Redis or, when Redis is off or failing, in the database."""
+    if redis_health.usable():
+        try:
+            return await redis_store.check(limits, request_id, tokens)
+        except _redis_errors() as error:
+            redis_health.failed(error)
+    return await _db_check(limits, request_id, tokens)
+
+
+async def settle(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> None:
+    """Replace the request's held tokens by its actual usage, in the store that admitted it (errors are logged)."""
+    try:
+        if decision.store == "redis":
+            await redis_store.settle(limits, request_id, tokens)
+        else:
+            await _db_settle(limits, request_id, tokens)
+    except Exception as error:  # Redis or the database went away meanwhile: the hold stays (the safe side)
+        logger.warning(
+            "rate limits: settling request %s (%s tokens) failed: %s: %s",
+            request_id,
+            tokens,
+            type(error).__name__,
+            error,
+        )

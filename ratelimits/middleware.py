@@ -1,0 +1,107 @@
+"""Per-key and per-workspace rate limits of the data plane (see ratelimits/limits.py for the algorithm).
+
+Runs after GuardrailMiddleware (the body is final and the candidates filtered, so the token estimate is the
+one budgets hold) and before BudgetMiddleware (a refused request takes no spend hold). A request of a
+rate-limited key gets the `x-ratelimit-*` headers on every answer: JSON, stream or error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from budgets import estimate
+from gateway_project.api.errors import GatewayError
+from inference.pipeline.context import Context
+from ratelimits import limiter
+from ratelimits.limits import Decision, RateLimit, limits_of, rate_limit_headers
+
+
+async def _token_bound(ctx: Context) -> int:
+    """The request's worst-case tokens on any candidate: the estimate budgets hold from (budgets/estimate.py)."""
+    from inference.routing import resolve_candidates
+
+    try:
+        candidates = await resolve_candidates(ctx)
+    except GatewayError:  # routing fails the same way inside the chain; hold the input side only
+        candidates = []
+    worst_case_tokens = getattr(estimate, "worst_case_tokens", None)
+    if worst_case_tokens is not None:
+        bound = worst_case_tokens(ctx.body, candidates)
+        return bound.input_tokens + bound.output_tokens
+    input_tokens = estimate.estimate_input_tokens(ctx.body)
+    return input_tokens + max((estimate.output_token_cap(ctx.body, c) for c in candidates), default=0)
+
+
+def _actual_tokens(ctx: Context, held: int) -> int:
+    """Tokens to settle: the usage when known; the hold when the upstream may have billed an unknown amount."""
+    outcome = ctx.outcome
+    used = outcome.usage.input_tokens + outcome.usage.output_tokens
+    if used > 0:
+        return used
+    if outcome.candidate is None and not outcome.attempts:
+        return 0  # no upstream call was made
+    if outcome.status == "failed" and not outcome.first_byte_sent:
+        return 0  # every attempt failed before answering (an upstream error bills nothing)
+    return held
+
+
+def rate_limit_error(decision: Decision) -> GatewayError:
+    """429 naming the limit, with Retry-After (whole seconds, rounded up)."""
+    limit = decision.refused
+    assert limit is not None
+    seconds = max(1, -(-decision.retry_after_ms // 1000))
+    owner = "API key" if limit.scope == "api-key" else "workspace"
+    if decision.dimension == "requests":
+        message = f"Rate limit exceeded: {owner} allows {limit.requests_per_minute} requests per minute."
+    elif decision.tokens > (limit.tokens_per_minute or 0):
+        message = (
+            f"Request too large: it may use up to {decision.tokens} tokens, more than the {owner}'s "
+            f"{limit.tokens_per_minute} tokens per minute; lower max_output_tokens or the input."
+        )
+    else:
+        message = f"Rate limit exceeded: {owner} allows {limit.tokens_per_minute} tokens per minute."
+    metadata = {
+        "rate_limit": {
+            "scope": limit.scope,
+            "limit_type": decision.dimension,
+            "requests_per_minute": limit.requests_per_minute,
+            "tokens_per_minute": limit.tokens_per_minute,
+            "request_tokens": decision.tokens,
+            "retry_after_ms": decision.retry_after_ms,
+        }
+    }
+    return GatewayError(429, message, metadata=metadata, headers={"Retry-After": str(seconds)})
+
+
+class RateLimitMiddleware:
+    """429 when the key's or the workspace's window is full; otherwise hold a slot and tokens, settle after."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    async def __call__(self, ctx: Context) -> None:
+        limits = limits_of(ctx.principal)
+        if not limits:
+            await self.get_response(ctx)
+            return
+        with_tokens = any(limit.tokens_per_minute for limit in limits)
+        tokens = await _token_bound(ctx) if with_tokens else 0
+        decision = await _check(limits, ctx.request_id, tokens)
+        responder = ctx.extras.get("inference.responder")
+        if responder is not None:
+            responder.extra_headers = rate_limit_headers(decision)
+        if not decision.admitted:
+            raise rate_limit_error(decision)
+        if not with_tokens:
+            await self.get_response(ctx)
+            return
+        try:
+            await self.get_response(ctx)
+        finally:
+            settle = limiter.settle(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
+            await asyncio.shield(asyncio.ensure_future(settle))
+
+
+async def _check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
+    """The check; if the client goes away while it runs, it still completes (an admitted entry stays counted)."""
+    return await asyncio.shield(asyncio.ensure_future(limiter.check(limits, request_id, tokens)))

@@ -1,0 +1,152 @@
+"""The Redis path of rate limiting: one Lua script per check (atomic across every process using the Redis).
+
+Per scope, a sorted set `gateway:rl:<scope>:log` (member: request id, score: admission time in ms from the
+Redis clock, so every replica shares one clock) and a hash `gateway:rl:<scope>:tokens` (request id -> tokens
+held, and `_total`). Both expire a second after the window of their newest entry. One Redis (or a primary),
+not a Redis Cluster: a check touches the keys of two scopes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from django.conf import settings
+
+from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
+
+CHECK = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window, id, tokens = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local cutoff = now - window
+local n = #KEYS / 2
+local counts, totals, oldest = {}, {}, {}
+local refused, dimension, retry = 0, '', 0
+for i = 1, n do
+  local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
+  local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
+  if #expired > 0 then
+    local freed = 0
+    for _, member in ipairs(expired) do
+      freed = freed + tonumber(redis.call('HGET', amounts, member) or '0')
+      redis.call('HDEL', amounts, member)
+    end
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
+    redis.call('HINCRBY', amounts, '_total', -freed)
+  end
+  counts[i] = redis.call('ZCARD', log)
+  totals[i] = tonumber(redis.call('HGET', amounts, '_total') or '0')
+  local first = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+  oldest[i] = first[2] and tonumber(first[2]) or -1
+  local rpm, tpm = tonumber(ARGV[2 + 2 * i]), tonumber(ARGV[3 + 2 * i])
+  if refused == 0 and rpm > 0 and counts[i] >= rpm then
+    refused, dimension = i, 'requests'
+    local entry = redis.call('ZRANGE', log, counts[i] - rpm, counts[i] - rpm, 'WITHSCORES')
+    retry = tonumber(entry[2]) + window - now
+  elseif refused == 0 and tpm > 0 and totals[i] + tokens > tpm then
+    refused, dimension, retry = i, 'tokens', window
+    if tokens <= tpm then
+      local need, freed = totals[i] + tokens - tpm, 0
+      local entries = redis.call('ZRANGE', log, 0, -1, 'WITHSCORES')
+      for j = 1, #entries, 2 do
+        freed = freed + tonumber(redis.call('HGET', amounts, entries[j]) or '0')
+        if freed >= need then
+          retry = tonumber(entries[j + 1]) + window - now
+          break
+        end
+      end
+    end
+  end
+end
+if refused == 0 then
+  for i = 1, n do
+    local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
+    redis.call('ZADD', log, now, id)
+    redis.call('HSET', amounts, id, tokens)
+    redis.call('HINCRBY', amounts, '_total', tokens)
+    redis.call('PEXPIRE', log, window + 1000)
+    redis.call('PEXPIRE', amounts, window + 1000)
+    counts[i] = counts[i] + 1
+    totals[i] = totals[i] + tokens
+    if oldest[i] < 0 then oldest[i] = now end
+  end
+end
+local result = {refused, dimension, retry}
+for i = 1, n do
+  local reset = 0
+  if oldest[i] >= 0 then reset = oldest[i] + window - now end
+  table.insert(result, counts[i])
+  table.insert(result, totals[i])
+  table.insert(result, reset)
+end
+return result
+"""
+
+SETTLE = """
+for i = 1, #KEYS do
+  local held = redis.call('HGET', KEYS[i], ARGV[1])
+  if held then
+    redis.call('HSET', KEYS[i], ARGV[1], ARGV[2])
+    redis.call('HINCRBY', KEYS[i], '_total', tonumber(ARGV[2]) - tonumber(held))
+  end
+end
+return 0
+"""
+
+_clients: dict[int, Any] = {}
+
+
+def _scripts():
+    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops)."""
+    import redis.asyncio as aioredis
+
+    loop_id = id(asyncio.get_running_loop())
+    entry = _clients.get(loop_id)
+    if entry is None:
+        timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
+        client = aioredis.Redis.from_url(
+            settings.GATEWAY_RATE_LIMIT_REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
+        entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
+        if len(_clients) > 64:  # event loops of finished test servers
+            _clients.clear()
+        _clients[loop_id] = entry
+    return entry
+
+
+def _keys(limits: list[RateLimit]) -> list[str]:
+    keys = []
+    for limit in limits:
+        keys += [f"gateway:rl:{limit.key}:log", f"gateway:rl:{limit.key}:tokens"]
+    return keys
+
+
+async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
+    """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come."""
+    _, script, _ = _scripts()
+    args: list[Any] = [WINDOW_MS, request_id, tokens]
+    for limit in limits:
+        args += [limit.requests_per_minute or 0, limit.tokens_per_minute or 0]
+    result = await script(keys=_keys(limits), args=args)
+    refused, dimension, retry = int(result[0]), result[1], int(result[2])
+    states = [
+        ScopeState(limit, int(result[3 + 3 * i]), int(result[4 + 3 * i]), int(result[5 + 3 * i]))
+        for i, limit in enumerate(limits)
+    ]
+    return Decision(
+        admitted=refused == 0,
+        states=states,
+        refused=limits[refused - 1] if refused else None,
+        dimension=dimension.decode() if isinstance(dimension, bytes) else dimension,
+        retry_after_ms=retry,
+        tokens=tokens,
+        store="redis",
+    )
+
+
+async def settle(limits: list[RateLimit], request_id: str, tokens: int) -> None:
+    """Replace the request's held tokens by `tokens` in every scope whose window still holds it."""
+    _, _, script = _scripts()
+    keys = [f"gateway:rl:{limit.key}:tokens" for limit in limits]
+    await script(keys=keys, args=[request_id, tokens])

@@ -1,0 +1,110 @@
+"""The two stores of the sliding window log: the same decisions from the database and from Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from django.conf import settings
+
+from ratelimits import db_store, redis_store
+from ratelimits.limits import WINDOW_MS, RateLimit
+from ratelimits.models import RateLimitEntry, RateLimitScope
+
+T0 = 1_800_000_000_000
+
+
+def limit(rpm=None, tpm=None, scope="api-key") -> RateLimit:
+    return RateLimit(scope, uuid.uuid4().hex, rpm, tpm)
+
+
+@pytest.mark.django_db
+def test_database_requests_window_slides():
+    key = limit(rpm=3)
+    admitted = [db_store.check([key], f"r{i}", 0, now_ms=T0 + i * 1000).admitted for i in range(5)]
+    assert admitted == [True, True, True, False, False]
+    refused = db_store.check([key], "r5", 0, now_ms=T0 + 10_000)
+    assert refused.refused == key and refused.dimension == "requests"
+    assert refused.retry_after_ms == WINDOW_MS - 10_000  # until the first entry leaves
+    assert refused.states[0].requests == 3
+    assert not db_store.check([key], "r6", 0, now_ms=T0 + WINDOW_MS - 1).admitted
+    again = db_store.check([key], "r7", 0, now_ms=T0 + WINDOW_MS)  # the first entry left the window
+    assert again.admitted and again.states[0].requests == 3
+    assert RateLimitEntry.objects.filter(scope_key=key.key).count() == 3  # expired entries are removed
+
+
+@pytest.mark.django_db
+def test_database_tokens_held_then_settled():
+    key = limit(tpm=100)
+    assert db_store.check([key], "a", 40, now_ms=T0).admitted
+    assert db_store.check([key], "b", 40, now_ms=T0 + 1).admitted
+    refused = db_store.check([key], "c", 40, now_ms=T0 + 2)
+    assert not refused.admitted and refused.dimension == "tokens" and refused.states[0].tokens == 80
+    assert refused.retry_after_ms == WINDOW_MS - 2  # "a" leaving frees enough
+    db_store.settle([key], "a", 10)  # "a" used 10 tokens, not the 40 held
+    decision = db_store.check([key], "c", 40, now_ms=T0 + 3)
+    assert decision.admitted and decision.states[0].tokens == 90
+    too_large = db_store.check([key], "d", 101, now_ms=T0 + 4)
+    assert not too_large.admitted and too_large.retry_after_ms == WINDOW_MS
+    later = db_store.check([key], "e", 5, now_ms=T0 + WINDOW_MS)  # "a" (10 tokens) left the window
+    assert later.admitted and later.states[0].tokens == 85 and later.states[0].requests == 3
+    scope = RateLimitScope.objects.get(scope_key=key.key)  # the running totals are the window's sums
+    entries = RateLimitEntry.objects.filter(scope_key=key.key)
+    assert (scope.requests, scope.tokens) == (entries.count(), sum(e.tokens for e in entries)) == (3, 85)
+
+
+@pytest.mark.django_db
+def test_database_all_scopes_or_none():
+    key, workspace = limit(rpm=5), limit(rpm=2, scope="workspace")
+    other_key = limit(rpm=5)
+    assert db_store.check([key, workspace], "1", 0, now_ms=T0).admitted
+    assert db_store.check([other_key, workspace], "2", 0, now_ms=T0).admitted
+    refused = db_store.check([key, workspace], "3", 0, now_ms=T0)
+    assert refused.refused == workspace
+    assert RateLimitEntry.objects.filter(scope_key=key.key).count() == 1  # nothing written for the refused one
+
+
+def _redis():
+    if not settings.GATEWAY_RATE_LIMIT_REDIS_URL:
+        pytest.skip("needs Redis (REDIS_URL)")
+
+
+async def _redis_run(coro_fn):
+    try:
+        return await coro_fn()
+    finally:
+        client, _, _ = redis_store._scripts()
+        redis_store._clients.clear()
+        await client.aclose()
+
+
+def test_redis_requests_and_tokens():
+    _redis()
+    key, workspace = limit(rpm=3, tpm=100), limit(tpm=1000, scope="workspace")
+
+    async def scenario():
+        decisions = [
+            await redis_store.check(
+                [key, workspace],
+                f"r{i}",
+                30,
+            )
+            for i in range(4)
+        ]
+        assert [d.admitted for d in decisions] == [True, True, True, False]
+        assert decisions[3].dimension == "requests" and 0 < decisions[3].retry_after_ms <= WINDOW_MS
+        assert decisions[2].states[0].requests == 3 and decisions[2].states[0].tokens == 90
+        assert decisions[2].states[1].tokens == 90 and 0 < decisions[2].states[0].reset_ms <= WINDOW_MS
+
+        tokens_key = limit(tpm=100)
+        assert (await redis_store.check([tokens_key], "a", 60)).admitted
+        refused = await redis_store.check([tokens_key], "b", 60)
+        assert not refused.admitted and refused.dimension == "tokens" and refused.states[0].tokens == 60
+        await redis_store.settle([tokens_key], "a", 25)
+        admitted = await redis_store.check([tokens_key], "b", 60)
+        assert admitted.admitted and admitted.states[0].tokens == 85
+        too_large = await redis_store.check([tokens_key], "c", 101)
+        assert not too_large.admitted and too_large.retry_after_ms == WINDOW_MS
+
+    asyncio.run(_redis_run(scenario))
