@@ -278,6 +278,8 @@ class OrganizationMemberSerializer(GatewayModelSerializer):
     """A user of the organization as GET /organization/members lists it."""
 
     id = serializers.CharField(read_only=True)
+    # A plain string: a user created without an address (bootstrap, SCIM without emails) has "" here.
+    email = serializers.CharField(read_only=True)
     first_name = serializers.SerializerMethodField()
     last_name = serializers.SerializerMethodField()
     role = serializers.CharField(source="org_role", read_only=True)

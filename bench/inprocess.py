@@ -1,6 +1,7 @@
 """Drive the ASGI application in-process (no sockets) to measure or profile the gateway's own cost.
 
     KEY=<inference key> MODEL=bench/fake STREAM=false N=2000 C=1 [PROFILE=1] python bench/inprocess.py
+    KEY=<inference key> ENDPOINT=/api/v1/embeddings BODY='{"model":"echo/echo-embed-1","input":"Say hello"}' ...
 
 Prints requests/s and the p50 time until the last response byte was sent (accounting runs after it).
 Use the same DATABASE_URL / REDIS_URL as bench/prepare.py; the upstream of MODEL must be running.
@@ -24,7 +25,8 @@ from gateway_project.asgi import application
 KEY = os.environ["KEY"].encode()
 MODEL = os.environ.get("MODEL", "bench/fake").encode()
 STREAM = os.environ.get("STREAM", "false").encode()
-BODY = b'{"model":"%s","input":"Say hello","stream":%s}' % (MODEL, STREAM)
+BODY = os.environ.get("BODY", "").encode() or b'{"model":"%s","input":"Say hello","stream":%s}' % (MODEL, STREAM)
+ENDPOINT = os.environ.get("ENDPOINT", "/api/v1/responses")
 LATENCIES: list[float] = []
 
 
@@ -32,7 +34,7 @@ async def one() -> None:
     scope = {
         "type": "http",
         "method": "POST",
-        "path": "/api/v1/responses",
+        "path": ENDPOINT,
         "root_path": "",
         "query_string": b"",
         "headers": [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer " + KEY)],

@@ -6,7 +6,9 @@
 # Starts bench/fake_upstream.py on core 0, the gateway (uvicorn, one worker, uvloop + httptools) pinned to
 # core 1 with the full default middleware chain (key auth, accounting, and whatever settings list), and wrk
 # on core 0. Measures, JSON and streamed (20 chunks): p50 latency at 1 connection and requests/s at 16
-# connections, for the bare upstream and through the gateway, and prints the added p50 latency.
+# connections, for the bare upstream and through the gateway, and prints the added p50 latency. The gateway is
+# measured through each wire format: /responses, /chat/completions and /messages (BENCH_WIRE=responses skips
+# the other two), each compared with the added latency of /responses.
 # Database and Redis: BENCH_DATABASE_URL (default a fresh SQLite file in /tmp) and BENCH_REDIS_URL (default
 # none). The upstream format: BENCH_API_FORMAT (openai-responses | openai-chat | anthropic-messages).
 set -euo pipefail
@@ -43,10 +45,15 @@ check=$(curl -s -H "Authorization: Bearer $KEY" -d '{"model":"bench/fake","input
   "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses")
 case $check in *'"status":"completed"'*) ;; *) echo "gateway check failed: $check" >&2; exit 1;; esac
 
-lua() { # $1 key, $2 model, $3 stream true/false
-  local f; f=$(mktemp --suffix .lua)
-  printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[{"model":"%s","input":"Say hello","stream":%s}]]\n' \
-    "$1" "$2" "$3" >"$f"; echo "$f"; }
+lua() { # $1 key, $2 model, $3 stream true/false, $4 wire format (responses | chat | messages)
+  local f body; f=$(mktemp --suffix .lua)
+  case ${4:-responses} in
+    chat) body='{"model":"'$2'","messages":[{"role":"user","content":"Say hello"}],"stream":'$3'}';;
+    messages) body='{"model":"'$2'","max_tokens":4096,"messages":[{"role":"user","content":"Say hello"}],"stream":'$3'}';;
+    *) body='{"model":"'$2'","input":"Say hello","stream":'$3'}';;
+  esac
+  printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[%s]]\n' \
+    "$1" "$body" >"$f"; echo "$f"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }  # user + system time of the gateway
 run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx gateway_cpu_us_per_request"
   taskset -c 0 wrk -t1 -c"$3" -d2s -s "$2" "$1" >/dev/null 2>&1 || true
@@ -62,20 +69,32 @@ run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx gateway_cpu_us_per_
 # it does not depend on how busy the machine's other processes keep the cores, unlike the latencies.
 printf '%-10s %-8s %12s %12s %8s %22s\n' target stream "c1 p50 ms" "c16 req/s" non2xx "gw CPU us/req c1/c16"
 declare -A R
+targets="upstream gateway"; [ "${BENCH_WIRE:-all}" = responses ] || targets="upstream gateway chat messages"
 for stream in false true; do
-  for t in upstream gateway; do
-    if [ $t = upstream ]; then url=http://127.0.0.1:$UPSTREAM_PORT/v1/responses; f=$(lua x fake-model $stream)
-    else url=http://127.0.0.1:$GATEWAY_PORT/api/v1/responses; f=$(lua "$KEY" bench/fake $stream); fi
+  for t in $targets; do
+    case $t in
+      upstream) url=http://127.0.0.1:$UPSTREAM_PORT/v1/responses; f=$(lua x fake-model $stream);;
+      gateway) url=http://127.0.0.1:$GATEWAY_PORT/api/v1/responses; f=$(lua "$KEY" bench/fake $stream);;
+      chat) url=http://127.0.0.1:$GATEWAY_PORT/api/v1/chat/completions; f=$(lua "$KEY" bench/fake $stream chat);;
+      messages) url=http://127.0.0.1:$GATEWAY_PORT/api/v1/messages; f=$(lua "$KEY" bench/fake $stream messages);;
+    esac
     read -r _ p50 bad1 cpu1 < <(run "$url" "$f" 1)
     read -r rps _ bad16 cpu16 < <(run "$url" "$f" 16)
     R[$t-$stream-p50]=$p50; R[$t-$stream-rps]=$rps
-    cpu="-"; [ $t = gateway ] && cpu="$cpu1 / $cpu16"
+    cpu="-"; [ $t != upstream ] && cpu="$cpu1 / $cpu16"
     printf '%-10s %-8s %12s %12s %8s %22s\n' $t $stream "$p50" "$rps" "$((bad1 + bad16))" "$cpu"
   done
 done
 for stream in false true; do
   awk -v g="${R[gateway-$stream-p50]}" -v u="${R[upstream-$stream-p50]}" -v s=$stream \
     'BEGIN {printf "stream=%-5s added p50 at c=1: %.3f ms\n", s, g - u}'
+  for t in chat messages; do
+    [ -n "${R[$t-$stream-p50]:-}" ] || continue
+    awk -v w="${R[$t-$stream-p50]}" -v g="${R[gateway-$stream-p50]}" -v u="${R[upstream-$stream-p50]}" -v s=$stream \
+      -v t=$t -v wr="${R[$t-$stream-rps]}" -v gr="${R[gateway-$stream-rps]}" \
+      'BEGIN {printf "stream=%-5s %-8s added p50 at c=1: %.3f ms (%+.0f%% of /responses), c16 req/s %+.0f%%\n",
+              s, t, w - u, (g - u > 0 ? ((w - u) / (g - u) - 1) * 100 : 0), (gr > 0 ? (wr / gr - 1) * 100 : 0)}'
+  done
 done
 rows=$(DATABASE_URL=$DATABASE_URL "$PY" -c "
 import os, django; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'gateway_project.settings'); django.setup()

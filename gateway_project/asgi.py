@@ -26,17 +26,25 @@ from django.urls import re_path  # noqa: E402
 from gateway_project.lifespan import lifespan  # noqa: E402
 from inference.asgi_routes import http_routes  # noqa: E402
 from operations.health import health_app  # noqa: E402
+from operations.measure import measured, route_label  # noqa: E402
+from operations.metrics_endpoint import metrics_app  # noqa: E402
 from operations.static_files import StaticFiles  # noqa: E402
 
 # STATIC_URL (admin, Swagger UI, ReDoc assets) answered by WhiteNoise's index without entering Django.
 static_files = StaticFiles(fallback=django_asgi_app)
+# Every data-plane route is measured for /metrics and audited when refused (operations/measure.py).
+data_plane_routes = [
+    re_path(route.pattern.regex.pattern, measured(route.callback, route_label(route.pattern.regex.pattern)))
+    for route in http_routes
+]
 
 application = ProtocolTypeRouter(
     {
         "http": URLRouter(
             [
-                *http_routes,
+                *data_plane_routes,
                 re_path(r"^health/(live|ready)/?$", health_app),
+                re_path(r"^metrics/?$", metrics_app),
                 re_path("^" + settings.STATIC_URL.strip("/") + "/", static_files),
                 re_path(r"", django_asgi_app),
             ]

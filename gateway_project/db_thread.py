@@ -56,6 +56,10 @@ class DatabaseThread:
         """`fn(*args, **kwargs)` on this thread."""
         return await asyncio.get_running_loop().run_in_executor(self._get_executor(), _guarded, fn, args, kwargs)
 
+    def queue_depth(self) -> int:
+        """Calls waiting for the thread (the one running not included); the `/metrics` queue-depth gauge."""
+        return 0 if self._executor is None else self._executor._work_queue.qsize()
+
     def shutdown(self) -> None:
         """Close the thread's database connection and stop it (process or test-session end)."""
         if self._executor is not None:

@@ -27,8 +27,10 @@ def _in_progress() -> int:
     from budgets.settler import settler
     from inference.consumers import responses_consumer
     from inference.recorder import writer
+    from operations.measure import active
 
-    return responses_consumer.active + writer.in_flight() + settler.in_flight()
+    # `active`: requests whose answer is sent but whose after-response work (metrics, refusal audit) runs
+    return responses_consumer.active + writer.in_flight() + settler.in_flight() + active.count
 
 
 async def drain(timeout: float) -> int:
@@ -51,6 +53,16 @@ async def close_clients() -> None:
     await asyncio.to_thread(health_thread.shutdown)
 
 
+def _metrics_process_exit() -> None:
+    """Multi-process metrics: this worker's live gauges (open streams, queue depths) stop counting."""
+    import os
+
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid())
+
+
 async def lifespan(scope, receive, send) -> None:
     while True:
         message = await receive()
@@ -60,6 +72,7 @@ async def lifespan(scope, receive, send) -> None:
             left = await drain(settings.GATEWAY_SHUTDOWN_DRAIN_SECONDS)
             if left:
                 logger.error("shutdown: %d request(s) or queued write(s) still running after the drain time", left)
+            _metrics_process_exit()
             try:
                 await close_clients()
             except Exception:

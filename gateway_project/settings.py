@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "budgets",
     "ratelimits",
     "rankings",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -55,6 +56,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "audit.recording.AuditContextMiddleware",  # management changes recorded with their actor (audit/)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -169,6 +171,9 @@ SPECTACULAR_SETTINGS = {
         "DataRegionEnum": "guardrails.validation.REGIONS",
         "GenerationStatusEnum": "inference.models.GenerationStatus",
         "PresetStatusEnum": "presets.models.PresetStatus",
+        "AuditActionEnum": "audit.models.Action",
+        "GuardrailRuleActionEnum": "guardrails.validation.ACTIONS",
+        "AuditSourceEnum": "audit.models.Source",
     },
     # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -182,6 +187,7 @@ SPECTACULAR_SETTINGS = {
 GATEWAY_INFERENCE_MIDDLEWARE = env.list(
     "GATEWAY_INFERENCE_MIDDLEWARE",
     default=[
+        "operations.measure.MetricsMiddleware",  # hands the Context to the /metrics observation (no work)
         "accounts.middleware.KeyAuthMiddleware",
         "guardrails.middleware.RegionMiddleware",
         "presets.middleware.PresetMiddleware",
@@ -238,6 +244,12 @@ GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", def
 
 # GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
 GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)
+
+# GET /metrics (Prometheus): served to `Authorization: Bearer GATEWAY_METRICS_TOKEN` or to client addresses in
+# GATEWAY_METRICS_ALLOWED_CIDRS. Several worker processes: set PROMETHEUS_MULTIPROC_DIR (docs/operations.md).
+GATEWAY_METRICS_ENABLED = env.bool("GATEWAY_METRICS_ENABLED", default=True)  # false: data plane not measured
+GATEWAY_METRICS_TOKEN = env.str("GATEWAY_METRICS_TOKEN", default="")
+GATEWAY_METRICS_ALLOWED_CIDRS = env.list("GATEWAY_METRICS_ALLOWED_CIDRS", default=["127.0.0.1/32", "::1/128"])
 
 # Catalog file loaded by `bootstrap`.
 GATEWAY_CATALOG = env.str("GATEWAY_CATALOG", default=str(BASE_DIR / "catalog" / "default.yaml"))

@@ -5,7 +5,18 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-API_APPS = ["accounts", "guardrails", "presets", "observability", "byok", "scim", "budgets", "rankings", "inference"]
+API_APPS = [
+    "accounts",
+    "guardrails",
+    "presets",
+    "observability",
+    "byok",
+    "scim",
+    "budgets",
+    "rankings",
+    "inference",
+    "audit",
+]
 
 handler404 = "gateway_project.api.middleware.not_found_view"
 handler500 = "gateway_project.api.middleware.server_error_view"

@@ -182,7 +182,7 @@ def _meta(candidate: Candidate, error_type: str, raw: Any = None) -> dict[str, A
 async def handle(ctx: Context) -> None:
     """Answer the request from the first candidate that works (through the server-tool loop when it has one)."""
     responder = ctx.extras["inference.responder"]
-    plan = prepare(ctx) if needs_plan(ctx.body) else None
+    plan = prepare(ctx) if needs_plan(ctx) else None
     candidates = await resolve_candidates(ctx)
     stream = ctx.stream
     ctx.outcome.streamed = stream

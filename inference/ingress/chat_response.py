@@ -7,7 +7,8 @@ content_filter; `usage` with prompt/completion/total tokens, cached and reasonin
 (USD) and `is_byok`, as on /responses.
 
 Stream: a first chunk with `delta.role`, one chunk per text delta (`delta.content`), one per function call
-(`delta.tool_calls[i]` with id, name and the whole arguments), a last chunk with `finish_reason`, then, with
+(`delta.tool_calls[i]` with id, name and the whole arguments), the provider's reasoning text as
+`delta.reasoning` (as OpenRouter streams it), a last chunk with `finish_reason`, then, with
 `stream_options.include_usage`, a chunk with empty `choices` and `usage`. After the first byte a failure is
 a chunk carrying `error` (the openai SDK raises `APIError` with its message) and `finish_reason: "error"`.
 """
@@ -21,7 +22,7 @@ import orjson
 
 from inference.ingress.common import finish_outcome, function_calls, mark_first_byte, reasoning_text, refusal_text
 from inference.pipeline.context import Candidate, Context, Usage
-from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, StreamDone, TextDelta
+from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
 from inference.response import service_metadata
 
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -102,6 +103,7 @@ class ChatStream:
         self.headers = headers
         self.pending: list[bytes] = []
         self.text_parts: list[str] = []
+        self.reasoning = False
         self.calls = 0
         base = orjson.dumps(_envelope(ctx, candidate, "chat.completion.chunk"))
         self.prefix = b"data: " + base[:-1] + b',"choices":[{"index":0,"delta":'
@@ -121,6 +123,10 @@ class ChatStream:
             if event.text:
                 self.text_parts.append(event.text)
                 self._chunk({"content": event.text})
+        elif isinstance(event, ReasoningDelta):
+            if event.text:
+                self.reasoning = True
+                self._chunk({"reasoning": event.text})
         elif isinstance(event, Flush):
             if self.pending:
                 await self._flush()
@@ -145,6 +151,9 @@ class ChatStream:
 
     async def _complete(self, result: CanonicalResult) -> None:
         if not self.text_parts and not self.calls:  # an adapter that only sent the result
+            reasoning = reasoning_text(result.output)
+            if reasoning and not self.reasoning:
+                self._chunk({"reasoning": reasoning})
             if result.text:
                 self._chunk({"content": result.text})
             for index, item in enumerate(function_calls(result.output)):

@@ -25,7 +25,7 @@ import orjson
 from gateway_project.api.errors import GatewayError
 from inference.ingress.common import finish_outcome, function_calls, mark_first_byte, reasoning_text
 from inference.pipeline.context import Candidate, Context, Usage
-from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, StreamDone, TextDelta
+from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
 from inference.response import service_metadata
 
 ERROR_TYPES = {
@@ -132,7 +132,8 @@ class MessagesStream:
         self.headers = headers
         self.pending: list[bytes] = []
         self.index = -1
-        self.text_open = False
+        self.open_kind: str | None = None  # the block being streamed: "text", "thinking" or None
+        self.reasoning = False
         self.text_parts: list[str] = []
         self.calls = 0
 
@@ -148,37 +149,40 @@ class MessagesStream:
         self.emit("message_start", {"message": message})
         self.emit("ping", {})
 
-    def _open_block(self, block: dict[str, Any]) -> None:
-        self._close_text()
+    def _open_block(self, block: dict[str, Any], kind: str | None = None) -> None:
+        self._close_open()
         self.index += 1
+        self.open_kind = kind
         self.emit("content_block_start", {"index": self.index, "content_block": block})
 
-    def _close_text(self) -> None:
-        if self.text_open:
+    def _close_open(self) -> None:
+        """Close the text or thinking block being streamed (a thinking block gets its empty signature first)."""
+        if self.open_kind == "thinking":
+            self._delta({"type": "signature_delta", "signature": ""})
+        if self.open_kind is not None:
             self.emit("content_block_stop", {"index": self.index})
-            self.text_open = False
+            self.open_kind = None
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        self.emit("content_block_delta", {"index": self.index, "delta": delta})
 
     def _text(self, text: str) -> None:
-        if not self.text_open:
-            self._open_block({"type": "text", "text": ""})
-            self.text_open = True
+        if self.open_kind != "text":
+            self._open_block({"type": "text", "text": ""}, "text")
         self.text_parts.append(text)
-        self.emit("content_block_delta", {"index": self.index, "delta": {"type": "text_delta", "text": text}})
+        self._delta({"type": "text_delta", "text": text})
+
+    def _thinking(self, text: str) -> None:
+        if self.open_kind != "thinking":
+            self._open_block({"type": "thinking", "thinking": "", "signature": ""}, "thinking")
+        self.reasoning = True
+        self._delta({"type": "thinking_delta", "thinking": text})
 
     def _tool_use(self, call_id: str, name: str, arguments: str) -> None:
         self._open_block({"type": "tool_use", "id": call_id, "name": name, "input": {}})
-        partial = orjson.dumps(tool_input(arguments)).decode()
-        self.emit(
-            "content_block_delta", {"index": self.index, "delta": {"type": "input_json_delta", "partial_json": partial}}
-        )
+        self._delta({"type": "input_json_delta", "partial_json": orjson.dumps(tool_input(arguments)).decode()})
         self.emit("content_block_stop", {"index": self.index})
         self.calls += 1
-
-    def _thinking(self, text: str) -> None:
-        self._open_block({"type": "thinking", "thinking": "", "signature": ""})
-        self.emit("content_block_delta", {"index": self.index, "delta": {"type": "thinking_delta", "thinking": text}})
-        self.emit("content_block_delta", {"index": self.index, "delta": {"type": "signature_delta", "signature": ""}})
-        self.emit("content_block_stop", {"index": self.index})
 
     async def handle(self, event: Any) -> bool:
         if isinstance(event, TextDelta):
@@ -187,6 +191,9 @@ class MessagesStream:
         elif isinstance(event, Flush):
             if self.pending:
                 await self._flush()
+        elif isinstance(event, ReasoningDelta):
+            if event.text:
+                self._thinking(event.text)
         elif isinstance(event, FunctionCallDone):
             self._tool_use(event.call_id, event.name, event.arguments)
         elif isinstance(event, StreamDone):
@@ -211,7 +218,7 @@ class MessagesStream:
                 self._text(result.text)
             for item in function_calls(result.output):
                 self._tool_use(item["call_id"], item["name"], item["arguments"])
-        self._close_text()
+        self._close_open()
         cost = finish_outcome(self.ctx, self.candidate, result)
         delta = {"stop_reason": stop_reason(result), "stop_sequence": None}
         self.emit("message_delta", {"delta": delta, "usage": usage_object(result.usage, cost, self.is_byok)})
@@ -220,7 +227,7 @@ class MessagesStream:
 
     async def fail(self, message: str, error_kind: str, metadata: dict[str, Any] | None = None) -> None:
         self.ctx.outcome.status = "failed"
-        self._close_text()
+        self._close_open()
         detail: dict[str, Any] = {"type": "overloaded_error" if error_kind == "provider_overloaded" else "api_error"}
         detail["message"] = message
         if metadata:

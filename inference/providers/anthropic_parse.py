@@ -3,8 +3,8 @@
 
 Text blocks become one message item (output_text), `tool_use` blocks function_call items (arguments are
 the JSON of `input`; streamed `input_json_delta` pieces are joined and reported as `FunctionCallDone` at
-`content_block_stop`); thinking blocks are not part of the output. `stop_reason` max_tokens (or
-model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
+`content_block_stop`); thinking blocks become a reasoning item (streamed as `ReasoningDelta`). `stop_reason`
+max_tokens (or model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
 tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
 cache_creation_input_tokens, cached = cache_read_input_tokens. An `error` event is a ProviderError of the
 kind its `error.type` names (overloaded_error → OVERLOADED, ...).
@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from inference.pipeline.context import Usage
-from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
+from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
 from inference.providers.canonical import as_count, as_int, build_output, make_result
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
@@ -53,19 +53,20 @@ def parse_response(data: Any) -> CanonicalResult:
     content = data.get("content")
     if not isinstance(content, list):
         raise malformed("Messages body (no content)", raw=data)
-    texts, calls = [], []
+    texts, calls, thinking = [], [], []
     for block in content:
         if not isinstance(block, dict):
             continue
-        if block.get("type") == "text":
+        if block.get("type") == "thinking":
+            thinking.append(str(block.get("thinking", "")))
+        elif block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input") or {})
             calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
     finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
-    return make_result(
-        str(data.get("id", "")), build_output("".join(texts), calls), parse_usage(data.get("usage")), finish
-    )
+    output = build_output("".join(texts), calls, reasoning="".join(thinking))
+    return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
 
 
 class MessagesStreamParser:
@@ -75,6 +76,7 @@ class MessagesStreamParser:
         self.upstream_id = ""
         self.usage: dict[str, Any] = {}  # Anthropic usage fields; message_delta repeats and updates some
         self.text: list[str] = []
+        self.thinking: list[str] = []
         self.blocks: dict[int, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.stop_reason: str | None = None
@@ -121,6 +123,10 @@ class MessagesStreamParser:
             text = str(delta.get("text", ""))
             self.text.append(text)
             return [TextDelta(text)] if text else []
+        if delta.get("type") == "thinking_delta":
+            text = str(delta.get("thinking", ""))
+            self.thinking.append(text)
+            return [ReasoningDelta(text)] if text else []
         if delta.get("type") == "input_json_delta":
             block = self.blocks.get(as_int(event.get("index")))
             if block is not None:
@@ -140,6 +146,5 @@ class MessagesStreamParser:
         if not self.stopped and self.stop_reason is None:
             raise malformed("stream: it ended before message_stop")
         finish = STOP_REASONS.get(self.stop_reason, "stop")
-        return make_result(
-            self.upstream_id, build_output("".join(self.text), self.calls), parse_usage(self.usage), finish
-        )
+        output = build_output("".join(self.text), self.calls, reasoning="".join(self.thinking))
+        return make_result(self.upstream_id, output, parse_usage(self.usage), finish)

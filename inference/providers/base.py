@@ -5,9 +5,9 @@ Routing (inference.routing / the innermost handler) only ever sees these types:
 - `UpstreamCall`: what to call (the validated Responses body, the endpoint's upstream model, base URL and
   the credential of this attempt, stream or not, time limits).
 - `Adapter.complete(call) -> CanonicalResult` for a JSON answer.
-- `Adapter.stream(call)`: async iterator of `TextDelta` / `FunctionCallDone` events, each group followed by
-  a `Flush` (the events before it arrived together: the writer sends them to the client in one write), ending
-  with one `StreamDone` carrying the full `CanonicalResult`. The first event is never a `Flush`.
+- `Adapter.stream(call)`: async iterator of `TextDelta` / `ReasoningDelta` / `FunctionCallDone` events, each
+  group followed by a `Flush` (the events before it arrived together: the writer sends them to the client in
+  one write), ending with one `StreamDone` carrying the full `CanonicalResult`. The first event is never a `Flush`.
 - `ProviderError(kind, ...)`: every upstream failure mapped to a small set of kinds routing acts on.
   `before_first_event` tells routing whether falling back to another candidate is still possible.
 
@@ -133,6 +133,13 @@ class TextDelta:
 
 
 @dataclass(slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning text (thinking, a reasoning summary), when the provider returns it."""
+
+    text: str
+
+
+@dataclass(slots=True)
 class FunctionCallDone:
     call_id: str
     name: str
@@ -151,7 +158,7 @@ class Flush:
 
 FLUSH = Flush()
 
-CanonicalEvent = TextDelta | FunctionCallDone | Flush | StreamDone
+CanonicalEvent = TextDelta | ReasoningDelta | FunctionCallDone | Flush | StreamDone
 
 
 class Adapter:

@@ -108,9 +108,23 @@ def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any
     }
 
 
-def build_output(text: str, calls: list[tuple[str, str, str]], refusal: str | None = None) -> list[dict[str, Any]]:
-    """Output items: one message (when there is text or a refusal), then one function_call per call."""
-    output = [message_item(text, refusal=refusal)] if text or refusal else []
+def reasoning_item(text: str) -> dict[str, Any]:
+    return {
+        "type": "reasoning",
+        "id": new_id("rs"),
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": text}],
+    }
+
+
+def build_output(
+    text: str, calls: list[tuple[str, str, str]], refusal: str | None = None, reasoning: str = ""
+) -> list[dict[str, Any]]:
+    """Output items: the reasoning (when the provider returned its text), one message (when there is text or a
+    refusal), then one function_call per call."""
+    output = [reasoning_item(reasoning)] if reasoning else []
+    if text or refusal:
+        output.append(message_item(text, refusal=refusal))
     output.extend(function_call_item(*call) for call in calls)
     return output
 

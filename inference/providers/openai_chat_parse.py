@@ -3,14 +3,15 @@
 become function_call items (streamed tool-call deltas are assembled by index and reported as
 `FunctionCallDone` when the choice finishes), `finish_reason` length / content_filter make the result
 incomplete, and usage keeps cached (`prompt_tokens_details.cached_tokens`) and reasoning
-(`completion_tokens_details.reasoning_tokens`) tokens."""
+(`completion_tokens_details.reasoning_tokens`) tokens. Reasoning text (`reasoning`, as OpenRouter sends it, or
+`reasoning_content`, as DeepSeek and vLLM do) becomes a reasoning item, streamed as `ReasoningDelta`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from inference.pipeline.context import Usage
-from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, TextDelta
+from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
 from inference.providers.canonical import as_count, as_int, build_output, make_result
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
@@ -50,6 +51,11 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+def _reasoning(message: dict[str, Any]) -> str:
+    value = message.get("reasoning") or message.get("reasoning_content")
+    return value if isinstance(value, str) else ""
+
+
 def parse_response(data: Any) -> CanonicalResult:
     if not isinstance(data, dict):
         raise malformed("Chat Completions body")
@@ -64,7 +70,10 @@ def parse_response(data: Any) -> CanonicalResult:
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         calls.append((str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments") or "")))
-    output = build_output(_content_text(message.get("content")), calls, refusal=message.get("refusal"))
+    reasoning = _reasoning(message)
+    output = build_output(
+        _content_text(message.get("content")), calls, refusal=message.get("refusal"), reasoning=reasoning
+    )
     finish = finish_reason(choice.get("finish_reason"), bool(calls))
     return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
 
@@ -76,6 +85,7 @@ class ChatStreamParser:
         self.upstream_id = ""
         self.text: list[str] = []
         self.refusal: list[str] = []
+        self.reasoning: list[str] = []
         self.calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
         self.reported = False
         self.finish_value: str | None = None
@@ -99,6 +109,10 @@ class ChatStreamParser:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
+            reasoning = _reasoning(delta)
+            if reasoning:
+                self.reasoning.append(reasoning)
+                events.append(ReasoningDelta(reasoning))
             content = delta.get("content")
             if content:
                 self.text.append(content)
@@ -136,5 +150,5 @@ class ChatStreamParser:
             raise malformed("stream: it ended before the completion finished")
         calls = self._call_tuples()
         refusal = "".join(self.refusal) or None
-        output = build_output("".join(self.text), calls, refusal=refusal)
+        output = build_output("".join(self.text), calls, refusal=refusal, reasoning="".join(self.reasoning))
         return make_result(self.upstream_id, output, self.usage, finish_reason(self.finish_value, bool(calls)))

@@ -19,6 +19,7 @@ from inference.providers.base import (
     CanonicalEvent,
     CanonicalResult,
     FunctionCallDone,
+    ReasoningDelta,
     TextDelta,
     UpstreamCall,
     UpstreamRequest,
@@ -53,6 +54,7 @@ FORWARDED_FIELDS = frozenset(
     }
 )
 _PART_MARKERS = ("cache_control", "prompt_cache_breakpoint")
+REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 # Members a Chat Completions or Messages request may carry that the Responses API has no equivalent for.
 UNSUPPORTED_FIELDS = ("stop", "seed", "logit_bias")
 
@@ -169,6 +171,8 @@ class ResponsesStreamParser:
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "response.output_text.delta":
             return [TextDelta(str(event.get("delta", "")))]
+        if kind in REASONING_DELTAS:
+            return [ReasoningDelta(str(event.get("delta", "")))]
         if kind == "response.output_item.done":
             item = event.get("item") or {}
             if item.get("type") == "function_call":

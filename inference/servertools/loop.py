@@ -63,10 +63,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
+        _count_cut_turn(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         await _fail_stream(ctx, turns.writer, ctx.outcome.candidate, error)
-    except BaseException:
+    except BaseException:  # a refusal (402), a failure before the stream, a client that went away
+        _count_cut_turn(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         raise
@@ -105,6 +107,17 @@ async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budg
     elif state.steps >= min(plan.max_steps, MAX_STEPS):
         state.final = True
         state.stopped_by = "max_tool_calls" if not plan.conditions else "step_limit"
+
+
+def _count_cut_turn(state: LoopState, turns: Any) -> None:
+    """A streamed turn cut after it began has no upstream usage: its estimate is charged (as for any stream)."""
+    partial = turns.partial_usage() if isinstance(turns, StreamTurns) else None
+    if partial is None:
+        return
+    usage, candidate = partial
+    state.turns += 1
+    state.add_usage(usage)
+    state.cost += compute_cost(candidate, usage)
 
 
 def _call_entry(call: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What the server-side tool loop has to do for a request: its plugins, server tools and stop rules.
 
-`needs_plan(body)` is the cheap test the handler makes on every request; `prepare(ctx)` builds the `Plan`
+`needs_plan(ctx)` is the cheap test the handler makes on every request; `prepare(ctx)` builds the `Plan`
 (or returns None: the request goes upstream as before, with no loop). Server-tool items that a client sends
 back in `input` (its history, stateless) are replayed to the model as the function call and output they
 stood for when the request offers that server tool, and left out otherwise.
@@ -15,7 +15,8 @@ from gateway_project.api.errors import validation_error
 from inference.plugins.context import field_of
 from inference.plugins.registry import Plugin, enabled_plugins
 from inference.schema import MAX_TOOL_CALLS
-from inference.servertools.registry import PREFIX, ServerTool, is_server_tool, load
+from inference.servertools.registry import ServerTool, is_server_tool, load
+from inference.servertools.replay import replay_input
 
 
 @dataclass(slots=True)
@@ -33,17 +34,13 @@ class Plan:
         return bool(self.server_tools) and self.max_steps > 0
 
 
-def needs_plan(body: dict[str, Any]) -> bool:
-    """True when the request has plugins, tools, or server-tool items in its input (a few microseconds)."""
+def needs_plan(ctx: Any) -> bool:
+    """True when the request has plugins, tools, or server-tool items in its input (a few hundred nanoseconds:
+    the input is looked at only when the raw body mentions `service:` at all)."""
+    body = ctx.body
     if body.get("plugins") or body.get("tools"):
         return True
-    items = body.get("input")
-    if isinstance(items, list):
-        for item in items:
-            kind = item.get("type") if isinstance(item, dict) else None
-            if kind is not None and kind.startswith(PREFIX):
-                return True
-    return False
+    return isinstance(body.get("input"), list) and b"service:" in ctx.raw_body
 
 
 def _function_names(tools: list[Any]) -> set[str]:
@@ -52,11 +49,13 @@ def _function_names(tools: list[Any]) -> set[str]:
 
 def _server_tools(ctx: Any, tools: list[Any]) -> dict[str, tuple[ServerTool, dict[str, Any]]]:
     found: dict[str, tuple[ServerTool, dict[str, Any]]] = {}
+    servers = [(index, tool) for index, tool in enumerate(tools) if is_server_tool(tool)]
+    if not servers:
+        return found
     names = _function_names(tools)
-    for index, tool in enumerate(tools):
-        if not is_server_tool(tool):
-            continue
-        implementation = load().get(tool["type"])
+    registry = load()
+    for index, tool in servers:
+        implementation = registry.get(tool["type"])
         if implementation is None:
             raise validation_error(f"tools[{index}].type", f"server tool '{tool['type']}' is not supported yet")
         if implementation.function_name in names:
@@ -80,8 +79,9 @@ def prepare(ctx: Any) -> Plan | None:
     for plugin, obj in plugins:
         plugin.ready(ctx, obj, field_of(ctx, obj))
     server_tools = _server_tools(ctx, tools)
-    from inference.servertools.replay import replay_input
-
+    choice = body.get("tool_choice")
+    if is_server_tool(choice) and all(impl.kind != choice["type"] for impl, _ in server_tools.values()):
+        raise validation_error("tool_choice.type", f"names {choice['type']}, which is not among the request's tools")
     replay_input(body, server_tools)
     if not plugins and not server_tools:
         return None

@@ -64,6 +64,13 @@ def turn_body(base: dict[str, Any], plan: Plan, state: LoopState) -> dict[str, A
         tools.append(tool)
     if plan.offers_server_tools:
         tools.extend(implementation.definition(tool, state) for implementation, tool in plan.server_tools.values())
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and is_server_tool(choice):  # {"type": "service:web_search"}: that function
+        names = {implementation.kind: name for name, (implementation, _) in plan.server_tools.items()}
+        if choice["type"] in names and plan.offers_server_tools:
+            body["tool_choice"] = {"type": "function", "name": names[choice["type"]]}
+        else:
+            body.pop("tool_choice")
     if tools:
         body["tools"] = tools
     else:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inference import handler
-from inference.pipeline.context import Candidate, Context, Credential
+from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import (
     CanonicalResult,
     FunctionCallDone,
@@ -77,6 +77,8 @@ class StreamTurns:
         self.responder = responder
         self.sources = sources  # url → title found so far (shared with the loop's state): citations
         self.writer: LoopStream | None = None
+        self.in_flight: tuple[dict[str, Any], Candidate] | None = None  # a turn whose stream began
+        self.turn_text: list[str] = []  # the text that turn streamed so far
 
     async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
         committed = False
@@ -88,6 +90,7 @@ class StreamTurns:
             try:
                 event = await events.__anext__()  # a failure here can still fall back
                 committed = True
+                self.in_flight, self.turn_text = (body, candidate), []
                 handler._settle(self.ctx, candidate, cred, "success")
                 await self._open(adapter, call, candidate, cred)
                 self.writer.candidate = candidate
@@ -101,6 +104,7 @@ class StreamTurns:
                     for replayed in _events_of(event.result):
                         await self._forward(replayed, turn, server_names)
                 turn.result = event.result
+                self.in_flight = None
                 return turn
             except StopAsyncIteration:
                 raise ProviderError(ProviderErrorKind.SERVER, "stream ended early", before_first_event=False) from None
@@ -119,7 +123,19 @@ class StreamTurns:
         self.ctx.extras["inference.stream"] = self.writer
         await self.writer.open(debug)
 
+    def partial_usage(self) -> tuple[Usage, Candidate] | None:
+        """Estimated usage of a turn cut after its stream began (about 4 characters per token), or None."""
+        if self.in_flight is None:
+            return None
+        body, candidate = self.in_flight
+        self.in_flight = None
+        prompt = sum(len(str(item.get("content") or item.get("output") or "")) for item in body.get("input") or ())
+        prompt += len(body.get("instructions") or "")
+        return Usage(input_tokens=(prompt + 3) // 4, output_tokens=(len("".join(self.turn_text)) + 3) // 4), candidate
+
     async def _forward(self, event: Any, turn: Turn, server_names: set[str]) -> None:
+        if isinstance(event, TextDelta):
+            self.turn_text.append(event.text)
         if isinstance(event, FunctionCallDone):
             if event.name in server_names:
                 turn.server_calls.append(event)

@@ -91,7 +91,7 @@ class ScimView(View):
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
-            self.principal = self._authenticate(request)
+            self.principal = request.user = self._authenticate(request)  # request.user: the audit log's actor
             self.base_url = scim_base_url(request)
             with SERVER_POLICY:
                 return super().dispatch(request, *args, **kwargs)

@@ -23,6 +23,7 @@ class Reply:
     input_tokens: int = 12  # total prompt tokens, cached included
     cached_tokens: int = 4
     reasoning_tokens: int = 2
+    reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
 
     @property
     def text(self) -> str:
@@ -61,7 +62,15 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
             for number, (call_id, name, arguments) in enumerate(calls, 1)
         ]
     text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
-    return [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [text]}]
+    message = {"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [text]}
+    return [*_responses_reasoning(reply), message]
+
+
+def _responses_reasoning(reply: Reply) -> list[dict[str, Any]]:
+    if not reply.reasoning:
+        return []
+    summary = [{"type": "summary_text", "text": "".join(reply.reasoning)}]
+    return [{"type": "reasoning", "id": "rs_fake_1", "summary": summary}]
 
 
 def responses_json(model: str, reply: Reply, status: str | None = None) -> dict[str, Any]:
@@ -89,7 +98,10 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
         {"type": "response.created", "response": responses_json(model, reply, "in_progress") | {"output": []}},
         {"type": "response.in_progress", "response": responses_json(model, reply, "in_progress") | {"output": []}},
     ]
-    item = _responses_output(reply)[0]
+    item = _responses_output(reply)[-1]
+    for piece in reply.reasoning:
+        ref = {"item_id": "rs_fake_1", "output_index": 0, "summary_index": 0}
+        events.append({"type": "response.reasoning_summary_text.delta", **ref, "delta": piece})
     if reply.tool_name:
         for index, call in enumerate(_responses_output(reply)):
             pieces = reply.tool_arguments if index == 0 else [call["arguments"]]
@@ -156,6 +168,8 @@ def _chat_usage(reply: Reply) -> dict[str, Any]:
 
 def chat_json(model: str, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None if reply.tool_name else reply.text}
+    if reply.reasoning:
+        message["reasoning"] = "".join(reply.reasoning)
     if reply.tool_name:
         message["tool_calls"] = [
             {
@@ -181,6 +195,7 @@ def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
         return sse(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
     frames = [chunk({"role": "assistant", "content": ""})]
+    frames.extend(chunk({"reasoning": piece}) for piece in reply.reasoning)
     if reply.tool_name:
         for number, piece in enumerate(reply.tool_arguments):
             call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
@@ -230,13 +245,19 @@ def _anthropic_block(reply: Reply) -> dict[str, Any]:
     return {"type": "text", "text": reply.text}
 
 
+def _anthropic_thinking(reply: Reply) -> list[dict[str, Any]]:
+    if not reply.reasoning:
+        return []
+    return [{"type": "thinking", "thinking": "".join(reply.reasoning), "signature": "sig-fake"}]
+
+
 def messages_json(model: str, reply: Reply) -> dict[str, Any]:
     return {
         "id": "msg_fake_1",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [_anthropic_block(reply)],
+        "content": [*_anthropic_thinking(reply), _anthropic_block(reply)],
         "stop_reason": _ANTHROPIC_STOP[reply.finish],
         "stop_sequence": None,
         "usage": _anthropic_usage(reply, reply.output_tokens),
@@ -252,10 +273,17 @@ def messages_frames(model: str, reply: Reply) -> list[bytes]:
     else:
         block = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in reply.pieces]
-    frames.append(sse({"type": "content_block_start", "index": 0, "content_block": block}, "content_block_start"))
-    for delta in deltas:
-        frames.append(sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"))
-    frames.append(sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    blocks = [(block, deltas)]
+    if reply.reasoning:
+        thinking = [{"type": "thinking_delta", "thinking": piece} for piece in reply.reasoning]
+        thinking.append({"type": "signature_delta", "signature": "sig-fake"})
+        blocks.insert(0, ({"type": "thinking", "thinking": "", "signature": ""}, thinking))
+    for index, (block, deltas) in enumerate(blocks):
+        start = {"type": "content_block_start", "index": index, "content_block": block}
+        frames.append(sse(start, "content_block_start"))
+        for delta in deltas:
+            frames.append(sse({"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta"))
+        frames.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
     message_delta = {
         "type": "message_delta",
         "delta": {"stop_reason": _ANTHROPIC_STOP[reply.finish], "stop_sequence": None},

@@ -21,6 +21,8 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 | model                     | behaviour                                                                      |
 |---------------------------|--------------------------------------------------------------------------------|
 | anything else             | the text answer                                                                |
+| `reasoning`               | the text answer after reasoning text "Thinking it over." in 2 pieces (Responses   |
+|                           | summary, Chat `reasoning`, Anthropic thinking block)                           |
 | `tool-call`               | a function call of the request's first tool (or `get_weather`), `{"city": "Paris"}` |
 | `length`                  | text answer, finish `length` / `max_tokens` / Responses `incomplete`           |
 | `content-filter`          | text answer, finish `content_filter` / `refusal`                               |
@@ -71,6 +73,7 @@ from tests.fakes import fake_formats as formats
 
 DEFAULT_PIECES = ["Hello", " from", " the", " fake", " upstream."]
 TOOL_ARGUMENT_PIECES = ['{"city":', ' "Paris"}']
+REASONING_PIECES = ["Thinking it ", "over."]
 
 
 @dataclass
@@ -286,7 +289,8 @@ class FakeUpstream:
             return formats.Reply(
                 tool_name=_first_tool_name(body), tool_arguments=list(TOOL_ARGUMENT_PIECES), finish="tool_calls"
             )
-        return formats.Reply(pieces=list(self.reply_pieces), finish=finish)
+        reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
+        return formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
 
     def _render(self, path: str, body: dict[str, Any], reply: formats.Reply) -> tuple[dict[str, Any], list[bytes]]:
         model = str(body.get("model", ""))

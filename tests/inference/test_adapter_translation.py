@@ -7,7 +7,7 @@ import pytest
 from inference.providers import anthropic, openai_chat, openai_responses
 from inference.providers.anthropic_parse import MessagesStreamParser
 from inference.providers.anthropic_parse import parse_response as parse_messages
-from inference.providers.base import FunctionCallDone, ProviderError, ProviderErrorKind, TextDelta
+from inference.providers.base import FunctionCallDone, ProviderError, ProviderErrorKind, ReasoningDelta, TextDelta
 from inference.providers.openai_chat_parse import ChatStreamParser
 from inference.providers.openai_chat_parse import parse_response as parse_chat
 from inference.providers.sse import ServerSentEvent
@@ -269,7 +269,9 @@ def test_anthropic_response_and_stream_parse_tool_use_and_stop_reason():
         }
     )
     assert (result.status, result.incomplete_reason, result.text) == ("incomplete", "max_output_tokens", "Hi")
-    assert result.output[1]["arguments"] == '{"q": 1}'
+    assert [item["type"] for item in result.output] == ["reasoning", "message", "function_call"]
+    assert result.output[0]["content"] == [{"type": "reasoning_text", "text": "..."}]
+    assert result.output[2]["arguments"] == '{"q": 1}'
     assert (result.usage.input_tokens, result.usage.cached_tokens, result.usage.output_tokens) == (8, 2, 9)
 
     parser = MessagesStreamParser()
@@ -288,7 +290,7 @@ def test_anthropic_response_and_stream_parse_tool_use_and_stop_reason():
         '{"type":"message_stop"}',
     ]
     events = [event for frame in frames for event in parser.feed(sse(frame))]
-    assert events == [TextDelta("Yo"), FunctionCallDone("t", "f", '{"a": 2}')]
+    assert events == [ReasoningDelta("hmm"), TextDelta("Yo"), FunctionCallDone("t", "f", '{"a": 2}')]
     final = parser.finish()
     assert (final.upstream_id, final.finish_reason) == ("m2", "tool_calls")
     assert (final.usage.input_tokens, final.usage.cached_tokens, final.usage.output_tokens) == (8, 5, 12)

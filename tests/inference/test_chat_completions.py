@@ -328,3 +328,17 @@ def test_echo_through_chat_with_stop_and_a_preset(chat, org, echo_catalog):
     )
     assert completion.choices[0].message.content == "Echo: alpha" and completion.choices[0].finish_reason == "length"
     assert completion.model == "echo/echo-1"
+
+
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_reasoning_comes_back_as_message_reasoning(chat, api_format):
+    client, add = chat
+    model = add(api_format, "reasoning")
+    completion = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Think"}])
+    message = completion.choices[0].message
+    assert message.content == TEXT and message.model_extra["reasoning"] == "Thinking it over."
+    chunks = list(client.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}], stream=True))
+    reasoning = [c.choices[0].delta.model_extra.get("reasoning") for c in chunks if c.choices]
+    assert "".join(r for r in reasoning if r) == "Thinking it over."
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == TEXT

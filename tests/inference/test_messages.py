@@ -257,3 +257,18 @@ def test_stream_error_after_the_first_byte_is_an_error_event(claude):
     assert "Provider stream failed" in json.dumps(caught.value.body)
     (row,) = generations(1)
     assert (row.ingress_format, row.status) == ("messages", "failed")
+
+
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_reasoning_comes_back_as_a_thinking_block(claude, api_format):
+    client, add = claude
+    model = add(api_format, "reasoning")
+    message = client.messages.create(model=model, max_tokens=50, messages=[{"role": "user", "content": "Think"}])
+    assert [b.type for b in message.content] == ["thinking", "text"]
+    assert message.content[0].thinking == "Thinking it over." and message.content[1].text == TEXT
+    with client.messages.stream(model=model, max_tokens=50, messages=[{"role": "user", "content": "x"}]) as stream:
+        deltas = [e.delta.type for e in stream if e.type == "content_block_delta"]
+        final = stream.get_final_message()
+    assert "thinking_delta" in deltas and deltas.index("thinking_delta") < deltas.index("text_delta")
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    assert final.content[0].thinking == "Thinking it over." and final.content[1].text == TEXT

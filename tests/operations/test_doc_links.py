@@ -21,7 +21,8 @@ def _without_code_blocks(text: str) -> str:
 
 def _targets(document: Path) -> list[str]:
     text = _without_code_blocks(document.read_text(encoding="utf-8"))
-    links = [url for url in LINK.findall(text) if not re.match(r"^[a-z][a-z0-9+.-]*:|^#", url)]
+    prose = re.sub(r"`[^`\n]*`", "", text)  # a link written inside `code` is an example, not a link
+    links = [url for url in LINK.findall(prose) if not re.match(r"^[a-z][a-z0-9+.-]*:|^#", url)]
     paths = [p for p in PATH_IN_CODE.findall(text) if not p.startswith("/")]  # "/api/v1/..." are URL paths
     return [target.split("#", 1)[0] for target in links + paths]
 

@@ -189,8 +189,9 @@ def test_management_key_required(org):
     [
         ("responses", {"model": "a/b\u0000c"}, "model"),
         ("responses", {"model": "a/b", "provider": {"order": ["x\u0000"]}}, "provider.order[0]"),
-        ("responses", {"model": "a/b", "instructions": "nul\u0000"}, "system_prompt"),
-        ("messages", {"model": "a/b", "system": "nul\u0000"}, "system_prompt"),
+        # refused at parse time, naming the member the client sent (not the stored system_prompt)
+        ("responses", {"model": "a/b", "instructions": "nul\u0000"}, "instructions"),
+        ("messages", {"model": "a/b", "system": "nul\u0000"}, "system"),
     ],
 )
 def test_nul_characters_are_refused_not_stored(api, kind, body, field):

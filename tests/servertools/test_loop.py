@@ -222,3 +222,35 @@ def test_later_turn_failing_in_a_stream_ends_it_with_error_and_failed(agent, age
     assert response.text.rstrip().endswith("data: [DONE]")
     [row] = generations(1)
     assert row.status == "failed" and row.tool_calls == 1 and row.cost == Decimal("0.000018")
+
+
+def test_turn_cut_mid_stream_is_charged_its_estimate(agent, agent_catalog, searxng, fake_upstream, monkeypatch):
+    from tests.inference.conftest import add_endpoint
+    from tests.servertools.conftest import KEY_ENV
+
+    add_endpoint(
+        "fakeai/cut", "fakeai", api_format="openai-responses", base_url=fake_upstream.base_url, api_key_env=KEY_ENV,
+        upstream_model="cut-stream",
+    )  # fmt: skip
+    agent_catalog.script = [text(*["word "] * 40)]  # the fake sends half of the frames, then drops the connection
+    response = ask(agent, model="fakeai/cut", stream=True)
+    events = sse(response.text)
+    assert events[-1]["type"] == "response.failed"
+    assert any(e["type"] == "response.output_text.delta" for e in events)
+    [row] = generations(1)
+    streamed = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    assert row.status == "failed" and row.output_tokens == (len(streamed) + 3) // 4 > 0 and row.cost > 0
+    stage = next(s for s in row.pipeline if s["type"] == "server_tools")
+    assert stage["data"]["turns"] == 1
+
+
+def test_tool_choice_naming_a_server_tool_forces_its_function(agent, agent_catalog, searxng):
+    agent_catalog.script = [*searches(1), text("Done.")]
+    response = ask(agent, tool_choice={"type": "service:web_search"}, max_tool_calls=1)
+    assert response.status_code == 200, response.text
+    assert tool_choices(agent_catalog) == [{"type": "function", "name": "web_search"}, "none"]
+
+
+def test_tool_choice_naming_an_absent_server_tool_is_400(agent, agent_catalog, searxng):
+    response = ask(agent, tools=[WEATHER], tool_choice={"type": "service:web_search"})
+    assert response.status_code == 400 and response.json()["error"]["metadata"]["field"] == "tool_choice.type"
