@@ -42,7 +42,7 @@ class AuditEvent(models.Model):
     resource_label = models.CharField(max_length=255, blank=True, default="")
     action = models.CharField(max_length=16, choices=Action.choices)
     changes = models.JSONField(default=dict, blank=True)
-    request_id = models.CharField(max_length=64, blank=True, default="")
+    request_id = models.CharField(max_length=64, blank=True, default="")  # X-Request-Id of a refused request
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -132,7 +132,6 @@ def _record(instance, action: str, changes: dict[str, Any], spec: Audited, reque
         resource_label=spec.label(instance)[:255],
         action=action,
         changes=changes,
-        request_id=request.headers.get("X-Request-Id", "")[:64],
         **actor,
     )
 

@@ -42,6 +42,8 @@ def _token_ids(value: list) -> int:
 
 def output_token_cap(body: dict[str, Any], candidate: Candidate) -> int:
     """At most this many output tokens (reasoning included) can be billed for the request on `candidate`."""
+    if "embeddings" in candidate.output_modalities:
+        return 0  # an embeddings model produces no output tokens: it bills its input only
     caps = [cap for cap in (body.get("max_output_tokens"), candidate.max_output_tokens) if isinstance(cap, int)]
     if caps:
         return max(min(caps), 0)

@@ -181,10 +181,22 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "parallel_tool_calls": {"type": "boolean", "nullable": True},
     "plugins": {
         "type": "array",
+        "description": (
+            "Implemented: `web` (max_results, search_prompt, engine) and `web-fetch` (max_urls, max_chars); any "
+            "other kind is refused with 400 naming it (docs/plugins.md)."
+        ),
         "items": {
             "type": "object",
             "required": ["id"],
-            "properties": {"id": {"type": "string", "enum": sorted(parts.PLUGIN_IDS)}, **AUTO_ROUTER_PROPS},
+            "properties": {
+                "id": {"type": "string", "enum": sorted(parts.PLUGIN_IDS)},
+                **AUTO_ROUTER_PROPS,
+                "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
+                "search_prompt": {"type": "string", "maxLength": 4000},
+                "engine": {"type": "string", "enum": ["searxng", "brave"]},
+                "max_urls": {"type": "integer", "minimum": 1, "maximum": 5},
+                "max_chars": {"type": "integer", "minimum": 100},
+            },
         },
     },
     "presence_penalty": _number(-2, 2),
@@ -221,6 +233,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "tools": {
         "type": "array",
         "nullable": True,
+        "description": (
+            "Function tools, provider tool kinds, and the server tools the gateway runs itself: "
+            "`service:web_search`, `service:tool_search`, `service:web_fetch`, each with optional `parameters` "
+            "(docs/server-tools.md); another `service:*` kind is refused with 400."
+        ),
         "items": {"type": "object", "required": ["type"], "properties": FUNCTION_TOOL_PROPS},
     },
     "top_k": _number(0, integer=True, nullable=False),

@@ -92,12 +92,16 @@ def service_metadata(ctx: Context) -> dict[str, Any]:
     selected = outcome.candidate
     candidates = ctx.candidates or []
     attempts = outcome.attempts
+    # The server-tool loop calls the model once per turn and tags those attempts with their `turn`: the
+    # routing figures describe the last turn (a turn's own fallback still shows as fallback).
+    last_turn = attempts[-1].get("turn") if attempts else None
+    turn_attempts = [a for a in attempts if a.get("turn") == last_turn] if last_turn else attempts
     requested = ctx.extras.get("inference.requested") or ctx.body.get("model") or ""
-    strategy = "fallback" if (ctx.body.get("models") or len(attempts) > 1) else "direct"
+    strategy = "fallback" if (ctx.body.get("models") or len(turn_attempts) > 1) else "direct"
     sort = (ctx.body.get("provider") or {}).get("sort")
     if sort or ctx.body.get("route") == "sort":
         strategy = "sort"
-    attempt = len(attempts) if attempts else 0
+    attempt = len(turn_attempts)
     if selected is not None:
         summary = f"{selected.model_slug} served by {selected.provider_slug} on attempt {attempt}"
     elif attempts:

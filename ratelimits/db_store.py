@@ -1,9 +1,11 @@
 """The database path of rate limiting: the same sliding window log in two tables, one transaction per check.
 
 A check first updates the `RateLimitScope` row of each scope (in ascending key order: no deadlocks). That
-takes the row's lock on PostgreSQL and the write lock on SQLite, so the checks of a scope run one at a time
-across processes and replicas; the window is then read and the entries written in the same transaction.
-Times come from the process clock (replicas need synchronised clocks, as with any NTP-run fleet).
+takes the row's lock on PostgreSQL and the write lock on SQLite, so the checks and settlements of a scope run
+one at a time across processes and replicas. Then, in the same transaction, it removes the entries that left
+the window (subtracting them from the scope's running totals), decides, and writes the entry and the totals:
+a handful of index lookups, however many entries the window holds. Times come from the process clock
+(replicas need synchronised clocks, as with any NTP-run fleet).
 """
 
 from __future__ import annotations
@@ -18,38 +20,43 @@ SCOPES = RateLimitScope._meta.db_table
 ENTRIES = RateLimitEntry._meta.db_table
 
 
-def _lock(cursor, key: str, now: int) -> None:
+def _lock(cursor, keys: list[str], now: int) -> None:
     update = f"UPDATE {SCOPES} SET touched_ms = %s WHERE scope_key = %s"
-    cursor.execute(update, (now, key))
-    if cursor.rowcount == 0:
-        cursor.execute(
-            f"INSERT INTO {SCOPES} (scope_key, touched_ms) VALUES (%s, %s) ON CONFLICT (scope_key) DO NOTHING",
-            (key, now),
-        )
+    for key in sorted(keys):
         cursor.execute(update, (now, key))
+        if cursor.rowcount == 0:
+            insert = (
+                f"INSERT INTO {SCOPES} (scope_key, touched_ms, requests, tokens) VALUES (%s, %s, 0, 0) "
+                "ON CONFLICT (scope_key) DO NOTHING"
+            )
+            cursor.execute(insert, (key, now))
+            cursor.execute(update, (now, key))
 
 
-def _window(cursor, keys: list[str], cutoff: int) -> dict[str, tuple[int, int, int | None]]:
-    """{scope key: (requests, tokens, oldest admission ms)} of the windows, after removing expired entries."""
-    marks = ", ".join(["%s"] * len(keys))
-    cursor.execute(f"DELETE FROM {ENTRIES} WHERE scope_key IN ({marks}) AND at_ms <= %s", (*keys, cutoff))
+def _window(cursor, key: str, cutoff: int) -> tuple[int, int, int | None]:
+    """(requests, tokens, oldest admission ms) of the scope's window, once the expired entries are removed."""
     cursor.execute(
-        f"SELECT scope_key, COUNT(*), COALESCE(SUM(tokens), 0), MIN(at_ms) FROM {ENTRIES} "
-        f"WHERE scope_key IN ({marks}) GROUP BY scope_key",
-        keys,
+        f"SELECT COUNT(*), COALESCE(SUM(tokens), 0) FROM {ENTRIES} WHERE scope_key = %s AND at_ms <= %s",
+        (key, cutoff),
     )
-    return {row[0]: (int(row[1]), int(row[2]), row[3]) for row in cursor.fetchall()}
+    expired, freed = (int(value) for value in cursor.fetchall()[0])
+    if expired:
+        cursor.execute(f"DELETE FROM {ENTRIES} WHERE scope_key = %s AND at_ms <= %s", (key, cutoff))
+    cursor.execute(f"SELECT requests, tokens FROM {SCOPES} WHERE scope_key = %s", (key,))
+    requests, tokens = cursor.fetchall()[0]
+    cursor.execute(f"SELECT MIN(at_ms) FROM {ENTRIES} WHERE scope_key = %s", (key,))
+    oldest = cursor.fetchall()[0][0]
+    return max(int(requests) - expired, 0), int(tokens) - freed, oldest
 
 
 def _retry_ms(cursor, limit: RateLimit, dimension: str, used: tuple[int, int], tokens: int, now: int) -> int:
     """Milliseconds until enough of the scope's entries leave the window for this request to fit."""
+    if dimension == "tokens" and tokens > limit.tokens_per_minute:
+        return WINDOW_MS
     cursor.execute(f"SELECT at_ms, tokens FROM {ENTRIES} WHERE scope_key = %s ORDER BY at_ms, id", (limit.key,))
     rows = cursor.fetchall()
     if dimension == "requests":
-        at = rows[used[0] - limit.requests_per_minute][0]
-        return int(at) + WINDOW_MS - now
-    if tokens > limit.tokens_per_minute:
-        return WINDOW_MS
+        return int(rows[used[0] - limit.requests_per_minute][0]) + WINDOW_MS - now
     need, freed = used[1] + tokens - limit.tokens_per_minute, 0
     for at, held in rows:
         freed += int(held)
@@ -69,18 +76,17 @@ def _refusal(limit: RateLimit, used: tuple[int, int], tokens: int) -> str:
 def check(limits: list[RateLimit], request_id: str, tokens: int, now_ms: int | None = None) -> Decision:
     """Admit the request in every scope or in none (sync: runs on the data plane's database thread)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    keys = sorted({limit.key for limit in limits})
+    keys = [limit.key for limit in limits]
     with counter_transaction() as cursor:
-        for key in keys:
-            _lock(cursor, key, now)
-        window = _window(cursor, keys, now - WINDOW_MS)
+        _lock(cursor, keys, now)
+        window = {key: _window(cursor, key, now - WINDOW_MS) for key in keys}
         refused, dimension, retry = None, "", 0
         for limit in limits:
-            requests, held, _ = window.get(limit.key, (0, 0, None))
-            dimension = _refusal(limit, (requests, held), tokens)
+            used = window[limit.key][:2]
+            dimension = _refusal(limit, used, tokens)
             if dimension:
                 refused = limit
-                retry = _retry_ms(cursor, limit, dimension, (requests, held), tokens, now)
+                retry = _retry_ms(cursor, limit, dimension, used, tokens, now)
                 break
         if refused is None:
             cursor.execute(
@@ -88,11 +94,18 @@ def check(limits: list[RateLimit], request_id: str, tokens: int, now_ms: int | N
                 + ", ".join(["(%s, %s, %s, %s)"] * len(keys)),
                 [value for key in keys for value in (key, request_id, now, tokens)],
             )
+            window = {
+                key: (n + 1, held + tokens, now if oldest is None else oldest)
+                for key, (n, held, oldest) in window.items()
+            }
+        for key in sorted(keys):
+            cursor.execute(
+                f"UPDATE {SCOPES} SET requests = %s, tokens = %s WHERE scope_key = %s",
+                (window[key][0], window[key][1], key),
+            )
     states = []
     for limit in limits:
-        requests, held, oldest = window.get(limit.key, (0, 0, None))
-        if refused is None:
-            requests, held, oldest = requests + 1, held + tokens, now if oldest is None else oldest
+        requests, held, oldest = window[limit.key]
         reset = 0 if oldest is None else int(oldest) + WINDOW_MS - now
         states.append(ScopeState(limit, requests, held, reset))
     return Decision(
@@ -108,9 +121,20 @@ def check(limits: list[RateLimit], request_id: str, tokens: int, now_ms: int | N
 
 def settle(limits: list[RateLimit], request_id: str, tokens: int) -> None:
     """Replace the request's held tokens by `tokens` in every scope whose window still holds it."""
-    marks = ", ".join(["%s"] * len(limits))
+    keys = [limit.key for limit in limits]
+    marks = ", ".join(["%s"] * len(keys))
     with counter_transaction() as cursor:
+        _lock(cursor, keys, int(time.time() * 1000))  # an expiring check cannot remove the entry meanwhile
+        cursor.execute(
+            f"SELECT scope_key, tokens FROM {ENTRIES} WHERE request_id = %s AND scope_key IN ({marks})",
+            (request_id, *keys),
+        )
+        held = cursor.fetchall()
+        if not held:
+            return
         cursor.execute(
             f"UPDATE {ENTRIES} SET tokens = %s WHERE request_id = %s AND scope_key IN ({marks})",
-            (tokens, request_id, *[limit.key for limit in limits]),
+            (tokens, request_id, *keys),
         )
+        for key, old in sorted(held):
+            cursor.execute(f"UPDATE {SCOPES} SET tokens = tokens + %s WHERE scope_key = %s", (tokens - int(old), key))

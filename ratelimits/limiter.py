@@ -67,5 +67,11 @@ async def settle(decision: Decision, limits: list[RateLimit], request_id: str, t
             await redis_store.settle(limits, request_id, tokens)
         else:
             await _db_settle(limits, request_id, tokens)
-    except Exception:
-        logger.exception("rate limits: settling request %s (%s tokens) failed", request_id, tokens)
+    except Exception as error:  # Redis or the database went away meanwhile: the hold stays (the safe side)
+        logger.warning(
+            "rate limits: settling request %s (%s tokens) failed: %s: %s",
+            request_id,
+            tokens,
+            type(error).__name__,
+            error,
+        )

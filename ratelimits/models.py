@@ -6,10 +6,15 @@ from django.db import models
 
 
 class RateLimitScope(models.Model):
-    """One row per limited key or workspace: updated first by every check, so checks of a scope run one at a time."""
+    """One row per limited key or workspace: updated first by every check, so checks of a scope run one at a time.
+
+    `requests` and `tokens` are the running totals of the scope's entries (so a check never sums its window).
+    """
 
     scope_key = models.CharField(max_length=120, primary_key=True)  # "api-key:<hash>" | "workspace:<uuid>"
     touched_ms = models.BigIntegerField(default=0)
+    requests = models.BigIntegerField(default=0)
+    tokens = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:
         return self.scope_key

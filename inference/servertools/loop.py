@@ -51,7 +51,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
             body = turn_body(base, plan, state)
             if state.turns:
                 await budget.before_turn(body, Decimal(0))
-            last = await turns.turn(body, candidates, server_names)
+            first_attempt = len(ctx.outcome.attempts)
+            try:
+                last = await turns.turn(body, candidates, server_names)
+            finally:
+                for entry in ctx.outcome.attempts[first_attempt:]:
+                    entry["turn"] = state.turns + 1
             cost = compute_cost(last.candidate, last.result.usage)
             _record_turn(state, last, cost)
             await budget.after_turn(cost, last.credential.is_byok)

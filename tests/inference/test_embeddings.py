@@ -255,3 +255,16 @@ def test_budget_hold_counts_token_ids():
     assert estimate_input_tokens({"input": [[1, 2, 3], [4, 5]]}) == 5
     assert estimate_input_tokens({"input": [7, 8, 9, 10]}) == 4
     assert estimate_input_tokens({"input": ["abcdef"]}) == 4  # '["abcdef"]' is 10 bytes: 10 / 3 rounded up
+
+
+def test_rate_limits_apply_and_hold_no_output_tokens(sdk, org, echo_embed):
+    # the hold is the input alone (an embeddings model has no output tokens), not input + context length
+    response = org.client().patch(
+        f"/api/v1/keys/{org.inference_hash}", {"requests_per_minute": 2, "tokens_per_minute": 100}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    first = sdk.embeddings.with_raw_response.create(model=echo_embed, input="a few words here")
+    assert first.headers["x-ratelimit-limit-requests"] == "2"
+    sdk.embeddings.create(model=echo_embed, input="again")
+    with pytest.raises(openai.RateLimitError):
+        sdk.embeddings.create(model=echo_embed, input="third")

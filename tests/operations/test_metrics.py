@@ -135,6 +135,19 @@ def test_budget_refusals_are_counted(gateway, org):
     assert delta(before, after, "gateway_requests_total", status="402") == refused
 
 
+def test_rate_limit_refusals_are_counted(gateway, org):
+    response = org.client().patch(f"/api/v1/keys/{org.inference_hash}", {"requests_per_minute": 1}, format="json")
+    assert response.status_code == 200
+    before = scrape(gateway.url)
+    with httpx.Client(base_url=f"{gateway.url}/api/v1", headers={"Authorization": f"Bearer {org.inference_key}"}) as c:
+        statuses = [c.post("/responses", json={"model": "echo/echo-1", "input": "hi"}).status_code for _ in range(3)]
+    recorded()
+    after = scrape(gateway.url)
+    assert statuses == [200, 429, 429]
+    assert delta(before, after, "gateway_refusals_total", reason="rate_limit") == 2
+    assert delta(before, after, "gateway_requests_total", status="429", model="none") == 2
+
+
 def test_open_streams_gauge_counts_a_stream_in_progress(gateway, org, upstream):
     endpoint("t/slow", "p-slow", "slow-stream-300", upstream, api_format="openai-responses")
     upstream.chunk_delay = 0.3

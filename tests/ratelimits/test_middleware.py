@@ -105,3 +105,22 @@ def test_workspace_limit_is_shared_by_its_keys(gateway_server, org, echo_catalog
             assert response.json()["error"]["metadata"]["rate_limit"]["scope"] == "workspace"
     wait_idle()
     assert statuses == [200, 200, 200, 429, 429, 429]
+
+
+def test_other_wire_formats_are_limited_the_same(sdk, org):
+    """Chat Completions and Messages go through the same chain: the same window, headers and 429."""
+    set_limits(org, org.inference_hash, requests_per_minute=2)
+    chat = sdk.chat.completions.with_raw_response.create(
+        model="echo/echo-1", messages=[{"role": "user", "content": "hello"}], max_tokens=5
+    )
+    assert chat.headers["x-ratelimit-limit-requests"] == "2"
+    assert chat.headers["x-ratelimit-remaining-requests"] == "1"
+    sdk.responses.create(**BODY)
+    response = httpx.post(
+        f"{str(sdk.base_url).rstrip('/')}/messages",
+        json={"model": "echo/echo-1", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+        headers={"x-api-key": org.inference_key, "Authorization": f"Bearer {org.inference_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 429 and response.headers["retry-after"]
+    assert response.headers["x-ratelimit-remaining-requests"] == "0"

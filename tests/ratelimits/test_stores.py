@@ -10,7 +10,7 @@ from django.conf import settings
 
 from ratelimits import db_store, redis_store
 from ratelimits.limits import WINDOW_MS, RateLimit
-from ratelimits.models import RateLimitEntry
+from ratelimits.models import RateLimitEntry, RateLimitScope
 
 T0 = 1_800_000_000_000
 
@@ -47,6 +47,11 @@ def test_database_tokens_held_then_settled():
     assert decision.admitted and decision.states[0].tokens == 90
     too_large = db_store.check([key], "d", 101, now_ms=T0 + 4)
     assert not too_large.admitted and too_large.retry_after_ms == WINDOW_MS
+    later = db_store.check([key], "e", 5, now_ms=T0 + WINDOW_MS)  # "a" (10 tokens) left the window
+    assert later.admitted and later.states[0].tokens == 85 and later.states[0].requests == 3
+    scope = RateLimitScope.objects.get(scope_key=key.key)  # the running totals are the window's sums
+    entries = RateLimitEntry.objects.filter(scope_key=key.key)
+    assert (scope.requests, scope.tokens) == (entries.count(), sum(e.tokens for e in entries)) == (3, 85)
 
 
 @pytest.mark.django_db

@@ -49,8 +49,11 @@ def test_json_search_then_answer_with_citation(agent, agent_catalog, searxng):
     usage = data["usage"]
     assert (usage["input_tokens"], usage["output_tokens"]) == (24, 7)
     assert Decimal(str(usage["cost"])) == Decimal("0.000038")
-    stage = next(s for s in data["service_metadata"]["pipeline"] if s["type"] == "server_tools")
+    metadata = data["service_metadata"]
+    stage = next(s for s in metadata["pipeline"] if s["type"] == "server_tools")
     assert stage["data"]["turns"] == 2 and stage["data"]["server_tool_calls"] == 1
+    assert [a["turn"] for a in metadata["attempts"]] == [1, 2]
+    assert (metadata["strategy"], metadata["attempt"]) == ("direct", 1)
     [row] = generations(1)
     assert row.status == "completed" and row.tool_calls == 1
     assert row.cost == Decimal("0.000038") and (row.input_tokens, row.output_tokens) == (24, 7)
