@@ -6,8 +6,9 @@ the JSON of `input`; streamed `input_json_delta` pieces are joined and reported 
 `content_block_stop`); thinking blocks become a reasoning item (streamed as `ReasoningDelta`). `stop_reason`
 max_tokens (or model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
 tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
-cache_creation_input_tokens, cached = cache_read_input_tokens. An `error` event is a ProviderError of the
-kind its `error.type` names (overloaded_error → OVERLOADED, ...).
+cache_creation_input_tokens, cached = cache_read_input_tokens, cache writes split into 1 hour
+(`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes (the rest); no usage at all → `reported=False`.
+An `error` event is a ProviderError of the kind its `error.type` names (overloaded_error → OVERLOADED, ...).
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ STOP_REASONS = {
 
 
 def parse_usage(data: Any) -> Usage:
-    if not isinstance(data, dict):
-        return Usage()
+    if not isinstance(data, dict) or not data:
+        return Usage(reported=False)
     cached = as_count(data.get("cache_read_input_tokens"), "cache_read_input_tokens")
+    written = as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
+    split = data.get("cache_creation") if isinstance(data.get("cache_creation"), dict) else {}
+    written_1h = min(as_count(split.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens"), written)
     return Usage(
-        input_tokens=as_count(data.get("input_tokens"), "input_tokens")
-        + cached
-        + as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens"),
+        input_tokens=as_count(data.get("input_tokens"), "input_tokens") + cached + written,
         output_tokens=as_count(data.get("output_tokens"), "output_tokens"),
         cached_tokens=cached,
+        cache_write_5m_tokens=written - written_1h,
+        cache_write_1h_tokens=written_1h,
     )
 
 

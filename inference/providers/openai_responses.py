@@ -124,7 +124,7 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
 
 def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
-        return Usage()
+        return Usage(reported=False)
     return Usage(
         input_tokens=as_count(usage.get("input_tokens"), "input_tokens"),
         output_tokens=as_count(usage.get("output_tokens"), "output_tokens"),
