@@ -24,12 +24,13 @@ async def _principal(version: int, key_hash: str, address: str):
     if principal is not None:
         return principal
     if _unknown_keys.peek(version, key_hash) is None:
-        failed_authentications.check(address)  # before the database lookup
+        failed_authentications.check(address, key_hash)  # before the database lookup
         drops = _unknown_keys.drops
         principal = await _principals.get(
             version, key_hash, lambda: _load_principal(key_hash), scope=_organization_of, cache_none=False
         )
         if principal is not None:
+            failed_authentications.remember(key_hash)
             return principal
         _unknown_keys.put(version, key_hash, True, KEYS, drops)
     failed_authentications.record(address)

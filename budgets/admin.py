@@ -23,6 +23,7 @@ class SpendCounterAdmin(admin.ModelAdmin):
 
 @admin.register(SpendReservation)
 class SpendReservationAdmin(admin.ModelAdmin):
-    list_display = ("id", "request_id", "amount_units", "created_at", "expires_at")
+    list_display = ("id", "request_id", "amount_units", "created_at", "expires_at", "reaped_at")
+    list_filter = (("reaped_at", admin.EmptyFieldListFilter),)
     search_fields = ("request_id", "id")
-    readonly_fields = ("id", "created_at", "expires_at", "counter_ids", "amount_units", "request_id")
+    readonly_fields = ("id", "created_at", "expires_at", "reaped_at", "counter_ids", "amount_units", "request_id")

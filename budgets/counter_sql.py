@@ -130,22 +130,24 @@ def _hold_all_pipelined(conn, holds: list[tuple[str, list]], reservation: tuple[
     return refused
 
 
-def delete_reservation(cursor, reservation_id: uuid.UUID) -> bool:
-    """Delete the reservation row; True when this call removed it (exactly one caller ever gets True)."""
-    cursor.execute(
-        f"DELETE FROM {_table(SpendReservation)} WHERE id = %s", [_prep(SpendReservation, "id", reservation_id)]
-    )
-    return cursor.rowcount == 1
-
-
-def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> set[uuid.UUID]:
-    """Delete the reservation rows; the ids this call removed (a reaped or already settled one is not among them)."""
+def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.UUID, bool]:
+    """Delete the reservation rows; {id: reaped} of the rows this call removed (an already settled one is not
+    among them; a reaped one is, with True: its hold was charged as spent by the reaper, not released)."""
     placeholders = ", ".join(["%s"] * len(reservation_ids))
     cursor.execute(
-        f"DELETE FROM {_table(SpendReservation)} WHERE id IN ({placeholders}) RETURNING id",
+        f"DELETE FROM {_table(SpendReservation)} WHERE id IN ({placeholders}) RETURNING id, reaped_at",
         [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
     )
-    return {uuid.UUID(str(row[0])) for row in cursor.fetchall()}
+    return {uuid.UUID(str(row[0])): row[1] is not None for row in cursor.fetchall()}
+
+
+def mark_reaped(cursor, reservation_id: uuid.UUID, now: datetime) -> bool:
+    """Mark an unreaped reservation reaped; True when this call did it (exactly one caller ever gets True)."""
+    cursor.execute(
+        f"UPDATE {_table(SpendReservation)} SET reaped_at = %s WHERE id = %s AND reaped_at IS NULL",
+        [_prep(SpendReservation, "reaped_at", now), _prep(SpendReservation, "id", reservation_id)],
+    )
+    return cursor.rowcount == 1
 
 
 def apply(cursor, *, counter_id: int, release: int, cost: int, cost_column: str) -> None:

@@ -10,12 +10,15 @@ deadlocks). Settling removes the hold and adds the actual cost; the data plane s
 together (`spend_settle_many`, one transaction per batch, queued by budgets/settler.py).
 
 A `SpendReservation` row records each hold. When a process dies mid-request its hold stays until
-`expires_at` (settings.GATEWAY_BUDGET_RESERVATION_TTL); `reservations_reap` then releases it. Reaping runs
-by itself when a reservation is refused (before the 402 is final) and from `manage.py budgets_reap`.
+`expires_at` (settings.GATEWAY_BUDGET_RESERVATION_TTL); `reservations_reap` then charges it as spent (the
+request may have been billed up to its hold: the conservative figure) and marks the row `reaped_at`. Reaping
+runs by itself when a reservation is refused (before the 402 is final) and from `manage.py budgets_reap`. A
+request that outlives its hold's TTL and settles later replaces the reaped charge by its cost.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -30,6 +33,7 @@ from budgets.models import UNITS_PER_USD, SpendCounter, SpendReservation
 from gateway_project.periods import period_end, period_start
 from inference.pipeline.context import SpendLimit
 
+logger = logging.getLogger("gateway.budgets")
 _counter_ids: dict[tuple, int] = {}
 _MAX_CACHED_COUNTERS = 100_000
 
@@ -81,7 +85,7 @@ def _dedupe(limits: list[SpendLimit], now: datetime) -> list[tuple[tuple, SpendL
     return list(chosen.items())
 
 
-def _generations_of(scope: str, scope_id: str):
+def generations_of(scope: str, scope_id: str):
     """The Generation rows whose spend a counter of this scope counts, or None when they cannot be told."""
     from inference.models import Generation
 
@@ -102,7 +106,7 @@ def _generations_of(scope: str, scope_id: str):
 def _initial_spend(key: tuple) -> tuple[int, int]:
     """Spend already recorded in the period before the counter existed (a limit added mid-period)."""
     scope, scope_id, _interval, start = key
-    rows = _generations_of(scope, scope_id)
+    rows = generations_of(scope, scope_id)
     if rows is None:
         return 0, 0
     zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
@@ -209,11 +213,7 @@ def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime,
 
 def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
     """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
-    column = "byok_spent_units" if is_byok else "spent_units"
-    with sql.counter_transaction() as cursor:
-        release = hold.amount_units if sql.delete_reservation(cursor, hold.reservation_id) else 0
-        for counter_id in hold.counter_ids:  # ascending, like reservations
-            sql.apply(cursor, counter_id=counter_id, release=release, cost=cost_units, cost_column=column)
+    spend_settle_many([Settlement(hold=hold, cost_units=cost_units, is_byok=is_byok)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +228,9 @@ class Settlement:
 def spend_settle_many(settlements: list[Settlement]) -> None:
     """Settle many requests in one transaction: one DELETE of their reservations, one UPDATE per counter.
 
-    A hold is released only when this call deleted its reservation row (`reservations_reap` may have
-    released an expired one already); costs are added in any case, as `spend_settle` does.
+    A hold is released only when this call deleted its reservation row; one `reservations_reap` charged as
+    spent already (it expired) has that charge taken back instead, so the request ends up charged its cost
+    once. A hold settled already (or listed twice) only has its cost added.
     """
     if not settlements:
         return
@@ -238,11 +239,13 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
         totals: dict[int, list[int]] = {}  # counter id -> [release, spent, byok spent]
         for settlement in settlements:
             hold = settlement.hold
-            release = hold.amount_units if hold.reservation_id in deleted else 0
-            deleted.discard(hold.reservation_id)  # released once, even if the same hold came twice
+            reaped = deleted.pop(hold.reservation_id, None)  # released once, even if the same hold came twice
+            release = hold.amount_units if reaped is False else 0
+            uncharge = hold.amount_units if reaped else 0
             for counter_id in hold.counter_ids:
                 total = totals.setdefault(counter_id, [0, 0, 0])
                 total[0] += release
+                total[1] -= uncharge
                 total[2 if settlement.is_byok else 1] += settlement.cost_units
         for counter_id in sorted(totals):  # ascending, like reservations: no deadlocks
             release, spent, byok_spent = totals[counter_id]
@@ -250,18 +253,23 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:
-    """Release the holds whose request never settled (its process died); returns how many were released."""
+    """Charge the holds whose request never settled (its process died) as spent, at the hold amount (what the
+    provider may have billed, at most), and mark them reaped; returns how many were charged."""
     expired = list(
-        SpendReservation.objects.filter(expires_at__lte=now).values_list("id", "amount_units", "counter_ids")[:batch]
+        SpendReservation.objects.filter(expires_at__lte=now, reaped_at__isnull=True).values_list(
+            "id", "amount_units", "counter_ids"
+        )[:batch]
     )
-    released = 0
+    reaped = 0
     for reservation_id, amount, counter_ids in expired:
         with sql.counter_transaction() as cursor:
-            if sql.delete_reservation(cursor, reservation_id):
+            if sql.mark_reaped(cursor, reservation_id, now):
                 for counter_id in sorted(counter_ids):
-                    sql.apply(cursor, counter_id=counter_id, release=amount, cost=0, cost_column="spent_units")
-                released += 1
-    return released
+                    sql.apply(cursor, counter_id=counter_id, release=amount, cost=amount, cost_column="spent_units")
+                reaped += 1
+    if reaped:
+        logger.warning("charged %d expired hold(s) of requests that never settled at their hold amount", reaped)
+    return reaped
 
 
 def recorded_spend_units(limit: SpendLimit, now: datetime) -> int:

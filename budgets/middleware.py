@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-from django.utils import timezone
-
 from budgets import counters, settler
 from budgets.counters import (
     Hold,
@@ -30,7 +28,7 @@ from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread
 from gateway_project.policy_cache import PolicyCache
-from inference.accounting import compute_cost
+from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
 _workspace_limits = PolicyCache("workspace-budgets")
@@ -139,7 +137,7 @@ class BudgetMiddleware:
         amount = usd_to_units(worst_case_cost(ctx.body, candidates))
         try:
             hold = await _reserve_or_release(
-                limits=limits, amount_units=amount, now=timezone.now(), request_id=ctx.request_id
+                limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id
             )
         except LimitExceeded as exc:
             raise budget_exceeded_error(exc) from None
@@ -151,12 +149,10 @@ class BudgetMiddleware:
 
     async def _settle(self, ctx: Context, hold: Hold) -> None:
         outcome = ctx.outcome
-        cost = outcome.cost
-        if not cost and outcome.candidate is not None:  # cut short before the handler priced it: as accounting does
-            cost = compute_cost(outcome.candidate, outcome.usage)
+        cost = final_cost(ctx)  # the figure the Generation row records
         # The server-tool loop settles its later turns itself (inference/servertools/budget.py): not twice.
         cost -= ctx.extras.get("budgets.settled_by_turns_usd", 0)
-        cost = cost if cost and cost > 0 else 0
+        cost = cost if cost > 0 else 0
         settlement = Settlement(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
         # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second
         # cancellation only stops the waiting, the settlement stays queued. A failure is logged there.

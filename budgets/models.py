@@ -84,7 +84,9 @@ class SpendCounter(models.Model):
 
 class SpendReservation(models.Model):
     """The hold of one request in flight on its counters: created with the reservation, deleted when the
-    request settles, or released by the reaper once `expires_at` passed (a process that died mid-request)."""
+    request settles. Once `expires_at` passed (a process that died mid-request) the reaper charges the hold
+    as spent and marks the row `reaped_at`; the row then stays as the record of that charge (reconciliation
+    counts it), unless the request still settles, which replaces the charge by its cost and deletes it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     request_id = models.CharField(max_length=100, blank=True, default="")
@@ -92,6 +94,9 @@ class SpendReservation(models.Model):
     counter_ids = models.JSONField(default=list)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField(db_index=True)
+    reaped_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the hold was charged as spent because its request never settled"
+    )
 
     class Meta:
         ordering = ["expires_at"]

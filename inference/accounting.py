@@ -16,8 +16,11 @@ from typing import Any
 import orjson
 from django.db import transaction
 
+from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
+from budgets.models import UNITS_PER_USD
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
+from inference.pricing import bound_cost, request_tier, usage_cost
 from inference.signals import generation_recorded, generation_recording
 
 logger = logging.getLogger("gateway.accounting")
@@ -43,42 +46,84 @@ MODALITY_OF_PART = {
 }
 
 
-def compute_cost(candidate: Candidate | None, usage: Usage) -> Decimal:
-    """USD cost: what the upstream reported, else tokens × the endpoint's prices (cached tokens at their price)."""
-    if usage.cost is not None:
-        return Decimal(usage.cost)
-    if candidate is None or candidate.is_free:
-        return Decimal(0)
-    cached = min(usage.cached_tokens, usage.input_tokens)
-    cached_price = (
-        candidate.cached_prompt_price if candidate.cached_prompt_price is not None else candidate.prompt_price
-    )
-    return (
-        (usage.input_tokens - cached) * candidate.prompt_price
-        + cached * cached_price
-        + usage.output_tokens * candidate.completion_price
-    )
+def compute_cost(candidate: Candidate | None, usage: Usage, tier: str = "auto") -> Decimal:
+    """USD cost of `usage` on `candidate` (inference/pricing.py): what the upstream reported, else its price sheet."""
+    return usage_cost(candidate, usage, tier)
 
 
-def _text_chars(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, list):
-        return sum(_text_chars(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_text_chars(v) for k, v in value.items() if k in ("content", "text", "output", "arguments"))
-    return 0
+def price(ctx: Context, candidate: Candidate | None, usage: Usage) -> Decimal:
+    """The cost of `usage` at the tier the request asked for."""
+    return usage_cost(candidate, usage, request_tier(ctx.body))
+
+
+def within_hold(ctx: Context, cost: Decimal) -> Decimal:
+    """An estimated cost never exceeds the request's hold (the worst case reserved for it), when it has one."""
+    amount = getattr(ctx.reservation, "amount_units", None)
+    if amount is None:
+        return cost
+    return min(cost, Decimal(amount) / UNITS_PER_USD)
+
+
+def estimated_usage(ctx: Context, candidate: Candidate, output_bytes: int) -> Usage:
+    """Usage the upstream did not report: the input bound, and the output counted from what was produced (its
+    UTF-8 bytes plus framing, see budgets/estimate.py) within the output cap sent upstream."""
+    bound = token_bound(ctx.body, candidate)
+    output = min(output_bytes + OUTPUT_FRAMING_TOKENS, bound.output_tokens)
+    return Usage(input_tokens=bound.input_tokens, output_tokens=output, reported=False, estimated=True)
+
+
+def settled_usage(ctx: Context, candidate: Candidate, usage: Usage, output: list[dict[str, Any]]) -> Usage:
+    """The usage of a finished answer: the upstream's, or when it reported none, the estimate (logged)."""
+    if usage.reported:
+        return usage
+    logger.warning(
+        "%s answered request %s without usage; charged from the estimate", candidate.provider_slug, ctx.request_id
+    )
+    return estimated_usage(ctx, candidate, len(orjson.dumps(output)) if output else 0)
+
+
+def settled_cost(ctx: Context, candidate: Candidate | None, usage: Usage) -> Decimal:
+    """The cost recorded and charged: the price of the usage; an estimated one within the request's hold."""
+    cost = price(ctx, candidate, usage)
+    return within_hold(ctx, cost) if usage.estimated else cost
+
+
+def charge_unanswered(ctx: Context, candidate: Candidate, is_byok: bool) -> None:
+    """The request went to `candidate` but its answer never came (the client went away while the upstream was
+    working): the provider may bill it whole, so it is charged its worst case on that endpoint (its hold)."""
+    outcome = ctx.outcome
+    bound = token_bound(ctx.body, candidate)
+    outcome.candidate = candidate
+    outcome.credential_is_byok = is_byok
+    outcome.usage = Usage(
+        input_tokens=bound.input_tokens, output_tokens=bound.output_tokens, reported=False, estimated=True
+    )
+    cost = bound_cost(candidate, bound.input_tokens, bound.output_tokens, request_tier(ctx.body))
+    outcome.cost = within_hold(ctx, cost)
+
+
+def _output_bytes(ctx: Context, streamed_text: str) -> int:
+    items = ctx.outcome.output
+    size = len(orjson.dumps(items)) if items else 0
+    return max(size, len(streamed_text.encode()))
 
 
 def estimate_usage(ctx: Context, streamed_text: str) -> None:
-    """A stream that failed or was cancelled after the first byte has no upstream usage: estimate it
-    (about 4 characters per token) so the tokens that were produced are still accounted for."""
+    """A stream that failed or was cancelled after the first byte has no upstream usage: charge the input bound
+    and the output streamed so far (within the output cap and the hold), marked as estimated."""
     outcome = ctx.outcome
-    if outcome.usage.input_tokens or outcome.usage.output_tokens:
+    if outcome.usage.input_tokens or outcome.usage.output_tokens or outcome.candidate is None:
         return
-    chars_in = _text_chars(ctx.body.get("input")) + len(ctx.body.get("instructions") or "")
-    outcome.usage = Usage(input_tokens=(chars_in + 3) // 4, output_tokens=(len(streamed_text) + 3) // 4)
-    outcome.cost = compute_cost(outcome.candidate, outcome.usage)
+    outcome.usage = estimated_usage(ctx, outcome.candidate, _output_bytes(ctx, streamed_text))
+    outcome.cost = settled_cost(ctx, outcome.candidate, outcome.usage)
+
+
+def final_cost(ctx: Context) -> Decimal:
+    """The cost the Generation row records and the spend counters are charged (the same figure for both)."""
+    outcome = ctx.outcome
+    if outcome.cost or outcome.candidate is None:
+        return outcome.cost if outcome.cost > 0 else Decimal(0)
+    return settled_cost(ctx, outcome.candidate, outcome.usage)
 
 
 def context_bucket(input_tokens: int) -> str:
@@ -111,7 +156,7 @@ def build_generation(ctx: Context) -> Generation:
     error = outcome.error
     body = ctx.body
     now = outcome.completed_at or datetime.now(UTC)
-    cost = compute_cost(candidate, usage) if candidate is not None and not outcome.cost else outcome.cost
+    cost = final_cost(ctx)
     stripped = ctx.extras.get(STRIP_FREE_FORM, False)
     session_id = (ctx.session_id or "")[:256]
     return Generation(
@@ -137,6 +182,7 @@ def build_generation(ctx: Context) -> Generation:
         cached_tokens=usage.cached_tokens,
         reasoning_tokens=usage.reasoning_tokens,
         cost=cost,
+        usage_estimated=usage.estimated,
         is_byok=outcome.credential_is_byok,
         streamed=ctx.stream,
         ingress_format=ctx.ingress_format,

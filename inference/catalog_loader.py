@@ -51,7 +51,16 @@ ENDPOINT_FIELDS = (
     "supported_parameters",
     "enabled",
 )
-PRICE_FIELDS = ("prompt_price", "completion_price", "cached_prompt_price")
+REQUIRED_PRICES = ("prompt_price", "completion_price")
+OPTIONAL_PRICES = (
+    "cached_prompt_price",
+    "cache_write_5m_price",
+    "cache_write_1h_price",
+    "reasoning_price",
+    "request_price",
+)
+PRICE_FIELDS = REQUIRED_PRICES + OPTIONAL_PRICES
+MEDIA_FIELDS = ("max_image_tokens", "max_audio_tokens", "max_file_tokens")
 
 
 OUTPUT_MODALITIES = ("text", "image", "audio", "embeddings")
@@ -115,17 +124,45 @@ def _require(entry: dict, field: str, where: str) -> Any:
     return entry[field]
 
 
-def _price(entry: dict, field: str, where: str) -> Decimal | None:
-    value = entry.get(field)
-    if value is None:
-        return None if field == "cached_prompt_price" else Decimal(0)
+def _decimal(value: Any, field: str, where: str) -> Decimal:
+    if isinstance(value, bool):
+        raise CatalogError(f"{where}: '{field}' must be a decimal string")
     try:
-        price = Decimal(str(value))
+        number = Decimal(str(value))
     except InvalidOperation:
         raise CatalogError(f"{where}: '{field}' must be a decimal string") from None
-    if price < 0:
-        raise CatalogError(f"{where}: '{field}' must not be negative")
-    return price
+    if not number.is_finite() or number < 0:
+        raise CatalogError(f"{where}: '{field}' must be a finite number, not negative")
+    return number
+
+
+def _price(entry: dict, field: str, where: str) -> Decimal | None:
+    """A price of the sheet. An endpoint must state its prompt and completion prices, or `is_free: true`: a
+    missing price is never taken as $0 (that would make every request under a budget free)."""
+    value = entry.get(field)
+    if value is None:
+        if field in REQUIRED_PRICES:
+            if entry.get("is_free") is True:
+                return Decimal(0)
+            raise CatalogError(f"{where}: '{field}' is required (or mark the endpoint 'is_free: true')")
+        return None
+    return _decimal(value, field, where)
+
+
+def _tier_multipliers(entry: dict, where: str) -> dict[str, str]:
+    value = entry.get("tier_multipliers") or {}
+    if not isinstance(value, dict):
+        raise CatalogError(f"{where}: 'tier_multipliers' must be a mapping of tier name to multiplier")
+    return {str(tier): str(_decimal(m, f"tier_multipliers.{tier}", where)) for tier, m in value.items()}
+
+
+def _media(entry: dict, field: str, where: str) -> int | None:
+    value = entry.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CatalogError(f"{where}: '{field}' must be an integer >= 1 (tokens one item can cost at most)")
+    return value
 
 
 @transaction.atomic
@@ -174,8 +211,13 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
             )
         defaults = {f: entry[f] for f in ENDPOINT_FIELDS if f in entry}
         defaults.setdefault("upstream_model", model.slug.split("/", 1)[-1])
+        if "is_free" in entry and not isinstance(entry["is_free"], bool):
+            raise CatalogError(f"{where}: 'is_free' must be a boolean")
         for field in PRICE_FIELDS:
             defaults[field] = _price(entry, field, where)
+        for field in MEDIA_FIELDS:
+            defaults[field] = _media(entry, field, where)
+        defaults["tier_multipliers"] = _tier_multipliers(entry, where)
         summary.upsert(Endpoint, {"model": model, "provider": provider}, defaults, update=update)
         summary.endpoints += 1
     return summary

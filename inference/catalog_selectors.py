@@ -30,7 +30,7 @@ PRICE_NAMES = (
     ("prompt_price", "prompt"),
     ("completion_price", "completion"),
     ("cached_prompt_price", "input_cache_read"),
-    ("cache_write_price", "input_cache_write"),
+    ("cache_write_5m_price", "input_cache_write"),
     ("cache_write_1h_price", "input_cache_write_1h"),
     ("reasoning_price", "internal_reasoning"),
     ("request_price", "request"),

@@ -12,6 +12,7 @@ rate-limited), 524 (timeout), 529 (overloaded), 400 (the upstream refused the re
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -21,8 +22,9 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from budgets.estimate import output_token_cap
 from gateway_project.api.errors import GatewayError
-from inference.accounting import estimate_usage
+from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
 from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential
@@ -110,8 +112,21 @@ def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
     ctx.outcome.attempts.append({"model": candidate.model_slug, "provider": candidate.provider_slug, "status": status})
 
 
+def with_output_cap(body: dict[str, Any], ctx: Context, candidate: Candidate) -> dict[str, Any]:
+    """The upstream body with the output cap the worst-case estimate assumed (budgets/estimate.py): sent when
+    the request sets none, or lowered to the endpoint's cap when the request asks for more."""
+    cap = output_token_cap(ctx.body, candidate)
+    if body.get("max_output_tokens") == cap:
+        return body
+    return {**body, "max_output_tokens": cap}
+
+
 async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
-    result = await get_adapter(candidate.api_format).complete(call)
+    try:
+        result = await get_adapter(candidate.api_format).complete(call)
+    except asyncio.CancelledError:
+        charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
+        raise
     _settle(ctx, candidate, cred, "success")
     # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
     payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
@@ -131,7 +146,11 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
     events = adapter.stream(call).__aiter__()
     writer = None
     try:
-        event = await events.__anext__()  # a failure here can still fall back
+        try:
+            event = await events.__anext__()  # a failure here can still fall back
+        except asyncio.CancelledError:
+            charge_unanswered(ctx, candidate, cred.is_byok)
+            raise
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
         writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
@@ -223,7 +242,7 @@ async def call_with_fallback(
             continue
         for cred in credentials:
             call = UpstreamCall(
-                body=body,
+                body=with_output_cap(body, ctx, candidate),
                 upstream_model=candidate.upstream_model,
                 base_url=candidate.base_url,
                 credential=cred,

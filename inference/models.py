@@ -88,7 +88,27 @@ class Endpoint(models.Model):
     upstream_model = models.CharField(max_length=200)
     prompt_price = models.DecimalField(max_digits=20, decimal_places=12, default=0)
     completion_price = models.DecimalField(max_digits=20, decimal_places=12, default=0)
-    cached_prompt_price = models.DecimalField(max_digits=20, decimal_places=12, null=True, blank=True)
+    cached_prompt_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Cached input read; empty: prompt price"
+    )
+    cache_write_5m_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Cache write (5 minutes); empty: prompt"
+    )
+    cache_write_1h_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Cache write (1 hour); empty: 5-minute"
+    )
+    reasoning_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Reasoning tokens; empty: completion"
+    )
+    request_price = models.DecimalField(
+        max_digits=20, decimal_places=12, null=True, blank=True, help_text="Fee per request; empty: none"
+    )
+    tier_multipliers = models.JSONField(
+        default=dict, blank=True, help_text='Price multiplier per service tier / speed, e.g. {"priority": "2"}'
+    )
+    max_image_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Worst case per image")
+    max_audio_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Worst case per audio clip")
+    max_file_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Worst case per file")
     is_free = models.BooleanField(default=False)
     context_length = models.PositiveIntegerField(null=True, blank=True)
     max_output_tokens = models.PositiveIntegerField(null=True, blank=True, help_text="Output cap of the endpoint")
@@ -148,6 +168,9 @@ class Generation(models.Model):
     cached_tokens = models.PositiveIntegerField(default=0)
     reasoning_tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=18, decimal_places=10, default=0)
+    usage_estimated = models.BooleanField(
+        default=False, help_text="The upstream reported no usage (or the request was cut): cost from the estimate"
+    )
     is_byok = models.BooleanField(default=False)
     streamed = models.BooleanField(default=False)
     ingress_format = models.CharField(

@@ -74,6 +74,14 @@ def candidate_from_endpoint(endpoint: Endpoint) -> Candidate:
         regions=tuple(provider.regions or ()),
         input_modalities=tuple(model.input_modalities or ()),
         output_modalities=tuple(model.output_modalities or ()),
+        cache_write_5m_price=endpoint.cache_write_5m_price,
+        cache_write_1h_price=endpoint.cache_write_1h_price,
+        reasoning_price=endpoint.reasoning_price,
+        request_price=endpoint.request_price or Decimal(0),
+        tier_multipliers=tuple((str(k), Decimal(str(v))) for k, v in (endpoint.tier_multipliers or {}).items()),
+        max_image_tokens=endpoint.max_image_tokens,
+        max_audio_tokens=endpoint.max_audio_tokens,
+        max_file_tokens=endpoint.max_file_tokens,
         timeout_overrides=tuple(sorted((provider.timeouts or {}).items())),
     )
 

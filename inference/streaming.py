@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from inference.accounting import compute_cost
+from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, StreamDone, TextDelta
 from inference.response import function_call_item, message_item, new_item_id, response_object, usage_object
@@ -180,11 +180,12 @@ class ResponseStream:
             self._replay(result)
         self._close_message()
         outcome = self.ctx.outcome
-        cost = compute_cost(self.candidate, result.usage)
+        usage = settled_usage(self.ctx, self.candidate, result.usage, self.items)
+        cost = settled_cost(self.ctx, self.candidate, usage)
         outcome.status = result.status
         outcome.upstream_id = result.upstream_id
         outcome.finish_reason = result.finish_reason
-        outcome.usage = result.usage
+        outcome.usage = usage
         outcome.cost = cost
         outcome.tool_calls = self.tool_calls
         outcome.output = self.items
@@ -194,7 +195,7 @@ class ResponseStream:
         final = self._response(
             result.status,
             self.items,
-            usage=usage_object(result.usage, cost, self.is_byok),
+            usage=usage_object(usage, cost, self.is_byok),
             incomplete_reason=result.incomplete_reason,
         )
         self.emit("response.completed" if result.status == "completed" else "response.incomplete", {"response": final})

@@ -44,8 +44,9 @@ def _routable(ctx: Context, candidates: list[Candidate]) -> list[Candidate]:
 
 
 def _estimated_tokens(inputs: list[str | list[int]]) -> int:
-    """Input tokens when the upstream reports none: token ids counted, text at about 4 characters per token."""
-    return sum(len(item) if isinstance(item, list) else (len(item) + 3) // 4 for item in inputs)
+    """Input tokens when the upstream reports none: token ids counted, text at its UTF-8 bytes (the bound of
+    docs/budgets.md: no tokenizer produces more tokens than bytes), so the charge is never below the bill."""
+    return sum(len(item) if isinstance(item, list) else len(item.encode()) for item in inputs)
 
 
 def answer_object(
@@ -69,7 +70,7 @@ def answer_object(
 async def _answer(ctx: Context, candidate: Candidate, cred: Credential, result: EmbeddingResult, inputs) -> None:
     outcome = ctx.outcome
     if not result.usage.input_tokens:
-        result.usage = Usage(input_tokens=_estimated_tokens(inputs))
+        result.usage = Usage(input_tokens=_estimated_tokens(inputs), reported=False, estimated=True)
     cost = compute_cost(candidate, result.usage)
     try:
         payload = answer_object(ctx, candidate, result, cost, cred.is_byok)

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import validation_error
-from inference.accounting import compute_cost
+from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import CanonicalResult
 from inference.schema_parts import REASONING_EFFORTS
@@ -51,9 +51,12 @@ def text_parts(path: str, content: Any, allowed: tuple[str, ...] = ("text",)) ->
 
 
 def finish_outcome(ctx: Context, candidate: Candidate, result: CanonicalResult) -> Decimal:
-    """Record a finished answer on the outcome (status, usage, cost, output) and return its cost."""
+    """Record a finished answer on the outcome (status, usage, cost, output) and return its cost. An answer
+    without usage is charged from the estimate: `result.usage` becomes that estimate (marked), for every
+    writer to show."""
     outcome = ctx.outcome
-    cost = compute_cost(candidate, result.usage)
+    result.usage = settled_usage(ctx, candidate, result.usage, result.output)
+    cost = settled_cost(ctx, candidate, result.usage)
     outcome.status = result.status
     outcome.upstream_id = result.upstream_id
     outcome.finish_reason = result.finish_reason

@@ -104,6 +104,22 @@ def _tool_use(path: str, block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function_call", "call_id": block["id"], "name": block["name"], "arguments": arguments}
 
 
+def _thinking(path: str, block: dict[str, Any]) -> dict[str, Any]:
+    """An earlier turn's thinking block → a reasoning item with its signature (Anthropic providers get the block
+    back, as they require in tool-use turns; other providers do not take it)."""
+    if block["type"] == "redacted_thinking":
+        if not isinstance(block.get("data"), str):
+            raise validation_error(f"{path}.data", "must be a string")
+        return {"type": "reasoning", "summary": [], "encrypted_content": block["data"], "redacted": True}
+    for key in ("thinking", "signature"):
+        if not isinstance(block.get(key), str):
+            raise validation_error(f"{path}.{key}", "must be a string")
+    item = {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": block["thinking"]}]}
+    if block["signature"]:
+        item["encrypted_content"] = block["signature"]
+    return item
+
+
 def _blocks(path: str, role: str, content: Any) -> list[dict[str, Any]]:
     """The canonical items of one message: its parts grouped in messages, tool blocks as their own items."""
     if isinstance(content, str):
@@ -116,6 +132,7 @@ def _blocks(path: str, role: str, content: Any) -> list[dict[str, Any]]:
         kind = block.get("type")
         allowed = ("text",) if role == "assistant" else ("text", "image", "document", "tool_result")
         if kind in ("thinking", "redacted_thinking") and role == "assistant":
+            items.append(_thinking(where, block))
             continue
         if kind == "tool_use" and role == "assistant":
             items.append(_tool_use(where, block))

@@ -8,7 +8,8 @@ equivalent Responses body:
   sources) → input_image; document blocks (base64 / url PDFs, plain text) → input_file / input_text;
   `tool_use` → function_call items (input as JSON arguments); `tool_result` → function_call_output (text
   content; `is_error: true` prefixes the output with "Error: "); `cache_control` on blocks kept;
-  `thinking` / `redacted_thinking` blocks of earlier turns are not sent on (providers ignore them);
+  `thinking` / `redacted_thinking` blocks of earlier turns → reasoning items carrying the signature (sent
+  back to Anthropic-format providers, as tool-use turns require; not sent to other providers);
 - `tools` (custom tools with `input_schema`) → function tools; `tool_choice` auto / any / tool / none
   (and `disable_parallel_tool_use`) → `tool_choice` / `parallel_tool_calls`;
 - `max_tokens` → `max_output_tokens`; `thinking` {enabled, budget_tokens} → `reasoning` (effort from the

@@ -78,6 +78,14 @@ def usage_object(usage: Usage, cost: Decimal, is_byok: bool) -> dict[str, Any]:
     }
 
 
+def signature_of(result: CanonicalResult) -> str:
+    """The provider's signature of the reasoning (Anthropic's, kept as the reasoning item's encrypted_content)."""
+    for item in result.output:
+        if item.get("type") == "reasoning" and isinstance(item.get("encrypted_content"), str):
+            return item["encrypted_content"]
+    return ""
+
+
 def tool_input(arguments: str) -> Any:
     try:
         return json.loads(arguments) if arguments else {}
@@ -102,7 +110,7 @@ def message_json(ctx: Context, result: CanonicalResult, candidate: Candidate, is
     payload = _shell(ctx, candidate)
     reasoning = reasoning_text(result.output)
     if reasoning:
-        payload["content"].append({"type": "thinking", "thinking": reasoning, "signature": ""})
+        payload["content"].append({"type": "thinking", "thinking": reasoning, "signature": signature_of(result)})
     if result.text:
         payload["content"].append({"type": "text", "text": result.text})
     for item in function_calls(result.output):
@@ -134,6 +142,7 @@ class MessagesStream:
         self.index = -1
         self.open_kind: str | None = None  # the block being streamed: "text", "thinking" or None
         self.reasoning = False
+        self.signed = False  # the open thinking block got the provider's signature
         self.text_parts: list[str] = []
         self.calls = 0
 
@@ -157,7 +166,7 @@ class MessagesStream:
 
     def _close_open(self) -> None:
         """Close the text or thinking block being streamed (a thinking block gets its empty signature first)."""
-        if self.open_kind == "thinking":
+        if self.open_kind == "thinking" and not self.signed:
             self._delta({"type": "signature_delta", "signature": ""})
         if self.open_kind is not None:
             self.emit("content_block_stop", {"index": self.index})
@@ -172,11 +181,16 @@ class MessagesStream:
         self.text_parts.append(text)
         self._delta({"type": "text_delta", "text": text})
 
-    def _thinking(self, text: str) -> None:
+    def _thinking(self, text: str, signature: str = "") -> None:
         if self.open_kind != "thinking":
             self._open_block({"type": "thinking", "thinking": "", "signature": ""}, "thinking")
+            self.signed = False
         self.reasoning = True
-        self._delta({"type": "thinking_delta", "thinking": text})
+        if text:
+            self._delta({"type": "thinking_delta", "thinking": text})
+        if signature:
+            self._delta({"type": "signature_delta", "signature": signature})
+            self.signed = True
 
     def _tool_use(self, call_id: str, name: str, arguments: str) -> None:
         self._open_block({"type": "tool_use", "id": call_id, "name": name, "input": {}})
@@ -192,8 +206,8 @@ class MessagesStream:
             if self.pending:
                 await self._flush()
         elif isinstance(event, ReasoningDelta):
-            if event.text:
-                self._thinking(event.text)
+            if event.text or event.signature:
+                self._thinking(event.text, event.signature)
         elif isinstance(event, FunctionCallDone):
             self._tool_use(event.call_id, event.name, event.arguments)
         elif isinstance(event, StreamDone):
@@ -213,7 +227,7 @@ class MessagesStream:
         if self.index < 0:  # nothing streamed yet: the reasoning, then what an adapter only sent as the result
             reasoning = reasoning_text(result.output)
             if reasoning:
-                self._thinking(reasoning)
+                self._thinking(reasoning, signature_of(result))
             if result.text:
                 self._text(result.text)
             for item in function_calls(result.output):

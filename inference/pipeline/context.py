@@ -48,6 +48,16 @@ class Candidate:
     regions: tuple[str, ...]
     input_modalities: tuple[str, ...]
     output_modalities: tuple[str, ...]
+    # The rest of the price sheet (inference/pricing.py) and the per-item worst cases of media inputs
+    # (budgets/estimate.py); None means "as the base price" / "up to the context length".
+    cache_write_5m_price: Decimal | None = None
+    cache_write_1h_price: Decimal | None = None
+    reasoning_price: Decimal | None = None
+    request_price: Decimal = Decimal(0)
+    tier_multipliers: tuple[tuple[str, Decimal], ...] = ()
+    max_image_tokens: int | None = None
+    max_audio_tokens: int | None = None
+    max_file_tokens: int | None = None
     # The provider's own time limits ((name, seconds) pairs over the GATEWAY_UPSTREAM_* settings).
     timeout_overrides: tuple[tuple[str, float], ...] = ()
     # Set on a candidate routing adds for the organization's BYOK keys whose `declared_zdr` differs from the
@@ -89,11 +99,15 @@ class SpendLimit:
 class Usage:
     """Token counts and cost of one generation."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
+    input_tokens: int = 0  # every prompt token: cached reads and cache writes included
+    output_tokens: int = 0  # reasoning included
+    cached_tokens: int = 0  # cache reads
     reasoning_tokens: int = 0
     cost: Decimal | None = None  # reported by the upstream; None means "compute from prices"
+    cache_write_5m_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    reported: bool = True  # False: the upstream's answer carried no usage
+    estimated: bool = False  # the counts are the gateway's estimate (no usage reported, or the request was cut)
 
     @property
     def total_tokens(self) -> int:

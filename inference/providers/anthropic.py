@@ -121,9 +121,25 @@ def build_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
                 "content": output_to_text(item.get("output")),
             }
             _append(messages, "user", [result])
-        elif kind not in ("reasoning", "item_reference"):
+        elif kind == "reasoning":
+            block = _thinking_block(item)
+            if block is not None:
+                _append(messages, "assistant", [block])
+        elif kind != "item_reference":
             raise unsupported(f"input item type {kind!r}")
     return system, messages
+
+
+def _thinking_block(item: dict[str, Any]) -> dict[str, Any] | None:
+    """A reasoning item that came from Anthropic (its signature in `encrypted_content`) as the thinking block the
+    API needs back in a tool-use turn; other reasoning (another provider's, unsigned) is not sent."""
+    signature = item.get("encrypted_content")
+    if not isinstance(signature, str) or not signature:
+        return None
+    if item.get("redacted"):
+        return {"type": "redacted_thinking", "data": signature}
+    text = "".join(str(p.get("text", "")) for p in item.get("content") or () if isinstance(p, dict))
+    return {"type": "thinking", "thinking": text, "signature": signature}
 
 
 def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ the JSON of `input`; streamed `input_json_delta` pieces are joined and reported 
 `content_block_stop`); thinking blocks become a reasoning item (streamed as `ReasoningDelta`). `stop_reason`
 max_tokens (or model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
 tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
-cache_creation_input_tokens, cached = cache_read_input_tokens. An `error` event is a ProviderError of the
-kind its `error.type` names (overloaded_error → OVERLOADED, ...).
+cache_creation_input_tokens, cached = cache_read_input_tokens, cache writes split into 1 hour
+(`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes (the rest); no usage at all → `reported=False`.
+An `error` event is a ProviderError of the kind its `error.type` names (overloaded_error → OVERLOADED, ...).
 """
 
 from __future__ import annotations
@@ -33,15 +34,18 @@ STOP_REASONS = {
 
 
 def parse_usage(data: Any) -> Usage:
-    if not isinstance(data, dict):
-        return Usage()
+    if not isinstance(data, dict) or not data:
+        return Usage(reported=False)
     cached = as_count(data.get("cache_read_input_tokens"), "cache_read_input_tokens")
+    written = as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens")
+    split = data.get("cache_creation") if isinstance(data.get("cache_creation"), dict) else {}
+    written_1h = min(as_count(split.get("ephemeral_1h_input_tokens"), "ephemeral_1h_input_tokens"), written)
     return Usage(
-        input_tokens=as_count(data.get("input_tokens"), "input_tokens")
-        + cached
-        + as_count(data.get("cache_creation_input_tokens"), "cache_creation_input_tokens"),
+        input_tokens=as_count(data.get("input_tokens"), "input_tokens") + cached + written,
         output_tokens=as_count(data.get("output_tokens"), "output_tokens"),
         cached_tokens=cached,
+        cache_write_5m_tokens=written - written_1h,
+        cache_write_1h_tokens=written_1h,
     )
 
 
@@ -53,19 +57,20 @@ def parse_response(data: Any) -> CanonicalResult:
     content = data.get("content")
     if not isinstance(content, list):
         raise malformed("Messages body (no content)", raw=data)
-    texts, calls, thinking = [], [], []
+    texts, calls, thinking, signature = [], [], [], ""
     for block in content:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "thinking":
             thinking.append(str(block.get("thinking", "")))
+            signature = str(block.get("signature") or "")
         elif block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input") or {})
             calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
     finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
-    output = build_output("".join(texts), calls, reasoning="".join(thinking))
+    output = build_output("".join(texts), calls, reasoning="".join(thinking), signature=signature)
     return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
 
 
@@ -77,6 +82,7 @@ class MessagesStreamParser:
         self.usage: dict[str, Any] = {}  # Anthropic usage fields; message_delta repeats and updates some
         self.text: list[str] = []
         self.thinking: list[str] = []
+        self.signature = ""
         self.blocks: dict[int, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.stop_reason: str | None = None
@@ -127,6 +133,9 @@ class MessagesStreamParser:
             text = str(delta.get("thinking", ""))
             self.thinking.append(text)
             return [ReasoningDelta(text)] if text else []
+        if delta.get("type") == "signature_delta":
+            self.signature = str(delta.get("signature") or "")
+            return [ReasoningDelta("", self.signature)] if self.signature else []
         if delta.get("type") == "input_json_delta":
             block = self.blocks.get(as_int(event.get("index")))
             if block is not None:
@@ -146,5 +155,7 @@ class MessagesStreamParser:
         if not self.stopped and self.stop_reason is None:
             raise malformed("stream: it ended before message_stop")
         finish = STOP_REASONS.get(self.stop_reason, "stop")
-        output = build_output("".join(self.text), self.calls, reasoning="".join(self.thinking))
+        output = build_output(
+            "".join(self.text), self.calls, reasoning="".join(self.thinking), signature=self.signature
+        )
         return make_result(self.upstream_id, output, parse_usage(self.usage), finish)

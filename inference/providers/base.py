@@ -134,9 +134,11 @@ class TextDelta:
 
 @dataclass(slots=True)
 class ReasoningDelta:
-    """A piece of the model's reasoning text (thinking, a reasoning summary), when the provider returns it."""
+    """A piece of the model's reasoning text (thinking, a reasoning summary), when the provider returns it;
+    `signature`: the provider's signature of the reasoning so far (Anthropic), which a client must send back."""
 
     text: str
+    signature: str = ""
 
 
 @dataclass(slots=True)

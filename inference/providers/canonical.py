@@ -108,21 +108,28 @@ def function_call_item(call_id: str, name: str, arguments: str) -> dict[str, Any
     }
 
 
-def reasoning_item(text: str) -> dict[str, Any]:
-    return {
+def reasoning_item(text: str, signature: str = "") -> dict[str, Any]:
+    item = {
         "type": "reasoning",
         "id": new_id("rs"),
         "summary": [],
         "content": [{"type": "reasoning_text", "text": text}],
     }
+    if signature:
+        item["encrypted_content"] = signature  # Anthropic's thinking signature, to send back in a later turn
+    return item
 
 
 def build_output(
-    text: str, calls: list[tuple[str, str, str]], refusal: str | None = None, reasoning: str = ""
+    text: str,
+    calls: list[tuple[str, str, str]],
+    refusal: str | None = None,
+    reasoning: str = "",
+    signature: str = "",
 ) -> list[dict[str, Any]]:
     """Output items: the reasoning (when the provider returned its text), one message (when there is text or a
     refusal), then one function_call per call."""
-    output = [reasoning_item(reasoning)] if reasoning else []
+    output = [reasoning_item(reasoning, signature)] if reasoning else []
     if text or refusal:
         output.append(message_item(text, refusal=refusal))
     output.extend(function_call_item(*call) for call in calls)

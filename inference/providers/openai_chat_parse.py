@@ -27,7 +27,7 @@ FINISH_REASONS = {
 
 def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
-        return Usage()
+        return Usage(reported=False)
     return Usage(
         input_tokens=as_count(usage.get("prompt_tokens"), "prompt_tokens"),
         output_tokens=as_count(usage.get("completion_tokens"), "completion_tokens"),
@@ -89,7 +89,7 @@ class ChatStreamParser:
         self.calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
         self.reported = False
         self.finish_value: str | None = None
-        self.usage = Usage()
+        self.usage = Usage(reported=False)
         self.done = False
 
     def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:

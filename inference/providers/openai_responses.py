@@ -64,6 +64,8 @@ def _clean_input(value: Any) -> Any:
         return value
     items = []
     for item in value:
+        if isinstance(item, dict) and item.get("type") == "reasoning" and not item.get("id"):
+            continue  # reasoning translated from another format (an Anthropic thinking block): not OpenAI's
         content = item.get("content") if isinstance(item, dict) else None
         if isinstance(content, list) and any(isinstance(p, dict) and p.keys() & set(_PART_MARKERS) for p in content):
             content = [{k: v for k, v in p.items() if k not in _PART_MARKERS} for p in content]
@@ -122,7 +124,7 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
 
 def parse_usage(usage: Any) -> Usage:
     if not isinstance(usage, dict):
-        return Usage()
+        return Usage(reported=False)
     return Usage(
         input_tokens=as_count(usage.get("input_tokens"), "input_tokens"),
         output_tokens=as_count(usage.get("output_tokens"), "output_tokens"),

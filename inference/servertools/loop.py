@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from inference.accounting import compute_cost
+from inference.accounting import price, settled_cost, settled_usage
 from inference.handler import _fail_stream, upstream_body
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
@@ -57,7 +57,9 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
             finally:
                 for entry in ctx.outcome.attempts[first_attempt:]:
                     entry["turn"] = state.turns + 1
-            cost = compute_cost(last.candidate, last.result.usage)
+            # priced like any answer: the request's tier; an answer without usage charged from the estimate
+            usage = settled_usage(ctx, last.candidate, last.result.usage, last.result.output)
+            cost = settled_cost(ctx, last.candidate, usage)
             _record_turn(state, last, cost)
             await budget.after_turn(cost, last.credential.is_byok)
             if state.final or not last.server_calls:
@@ -68,12 +70,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
-        _count_cut_turn(state, turns)
+        _count_cut_turn(ctx, state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         await _fail_stream(ctx, turns.writer, ctx.outcome.candidate, error)
     except BaseException:  # a refusal (402), a failure before the stream, a client that went away
-        _count_cut_turn(state, turns)
+        _count_cut_turn(ctx, state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         raise
@@ -114,7 +116,7 @@ async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budg
         state.stopped_by = "max_tool_calls" if not plan.conditions else "step_limit"
 
 
-def _count_cut_turn(state: LoopState, turns: Any) -> None:
+def _count_cut_turn(ctx: Context, state: LoopState, turns: Any) -> None:
     """A streamed turn cut after it began has no upstream usage: its estimate is charged (as for any stream)."""
     partial = turns.partial_usage() if isinstance(turns, StreamTurns) else None
     if partial is None:
@@ -122,7 +124,7 @@ def _count_cut_turn(state: LoopState, turns: Any) -> None:
     usage, candidate = partial
     state.turns += 1
     state.add_usage(usage)
-    state.cost += compute_cost(candidate, usage)
+    state.cost += price(ctx, candidate, usage)
 
 
 def _call_entry(call: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from inference import handler
 from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import (
@@ -124,14 +125,16 @@ class StreamTurns:
         await self.writer.open(debug)
 
     def partial_usage(self) -> tuple[Usage, Candidate] | None:
-        """Estimated usage of a turn cut after its stream began (about 4 characters per token), or None."""
+        """Estimated usage of a turn cut after its stream began, or None: the turn's input bound and the output
+        streamed so far within its output cap (docs/budgets.md, "What a request is charged")."""
         if self.in_flight is None:
             return None
         body, candidate = self.in_flight
         self.in_flight = None
-        prompt = sum(len(str(item.get("content") or item.get("output") or "")) for item in body.get("input") or ())
-        prompt += len(body.get("instructions") or "")
-        return Usage(input_tokens=(prompt + 3) // 4, output_tokens=(len("".join(self.turn_text)) + 3) // 4), candidate
+        bound = token_bound(body, candidate)
+        output = min(len("".join(self.turn_text).encode()) + OUTPUT_FRAMING_TOKENS, bound.output_tokens)
+        usage = Usage(input_tokens=bound.input_tokens, output_tokens=output, reported=False, estimated=True)
+        return usage, candidate
 
     async def _forward(self, event: Any, turn: Turn, server_names: set[str]) -> None:
         if isinstance(event, TextDelta):

@@ -116,7 +116,8 @@ def test_failed_upstream_call_costs_nothing(gateway_server, org, fake_upstream, 
     assert counter.spent_units == 0 and counter.reserved_units == 0
 
 
-def test_client_disconnect_releases_the_hold(gateway_server, org, fake_upstream, monkeypatch, transactional_db):
+def test_json_client_disconnect_is_charged_its_hold(gateway_server, org, fake_upstream, monkeypatch, transactional_db):
+    """The provider was asked and may bill the whole answer: the request is charged its reservation, marked."""
     from inference.routing import clear_caches
 
     clear_caches()
@@ -140,9 +141,13 @@ def test_client_disconnect_releases_the_hold(gateway_server, org, fake_upstream,
             )
     assert fake_upstream.disconnected.wait(10)  # the gateway cancelled the upstream call
     (row,) = generations()
-    assert row.status == "cancelled"
+    assert row.status == "cancelled" and row.usage_estimated and row.output_tokens == 100
     counter = settled_counter(org)
-    assert counter.reserved_units == 0 and counter.spent_units == 0
+    # the worst case: the input bound (JSON bytes of the request + 64 framing) and the 100 output tokens sent
+    assert row.input_tokens == len(b'{"model":"fake/hang","input":"hello","max_output_tokens":100}') + 64
+    assert row.cost == (row.input_tokens + 100) * Decimal("0.01")
+    assert counter.reserved_units == 0 and counter.spent_usd == row.cost
+    assert fake_upstream.last.body["max_output_tokens"] == 100
     assert not SpendReservation.objects.exists()
 
 

@@ -120,9 +120,10 @@ def test_client_disconnect_still_settles_the_actual_cost(org):
 
 def test_worst_case_uses_the_most_expensive_candidate_and_the_endpoint_cap(org):
     budget(org, "daily", "1")
-    body = {"model": "vendor/model", "input": "x" * 30}  # 10 input tokens, no max_output_tokens
-    cheap = candidate("0.001", "0.001", max_output_tokens=100)
-    dear = candidate("0.01", "0.002", max_output_tokens=400)  # 10 * 0.01 + 400 * 0.002 = $0.90
+    # no max_output_tokens; input bound: 65 bytes of JSON + 64 tokens of request framing = 129 tokens
+    body = {"model": "vendor/model", "input": "x" * 30}
+    cheap = candidate("0.0001", "0.001", max_output_tokens=100)
+    dear = candidate("0.001", "0.002", max_output_tokens=400)  # 129 * 0.001 + 400 * 0.002 = $0.929
     seen = {}
 
     async def upstream(ctx):
@@ -130,12 +131,12 @@ def test_worst_case_uses_the_most_expensive_candidate_and_the_endpoint_cap(org):
         ctx.outcome.cost = Decimal("0.2")
 
     request(org, upstream, body=body, candidates=[cheap, dear])
-    assert seen["amount"] == 9 * 10**9
-    with pytest.raises(GatewayError) as refused:  # $0.20 spent + $0.90 worst case > $1
+    assert seen["amount"] == 929 * 10**7
+    with pytest.raises(GatewayError) as refused:  # $0.20 spent + $0.929 worst case > $1
         request(org, Upstream(), body=body, candidates=[dear])
     assert refused.value.status == 402
     upstream = Upstream()
-    request(org, upstream, body=body, candidates=[cheap])  # $0.20 + 10 * 0.001 + 100 * 0.001 fits
+    request(org, upstream, body=body, candidates=[cheap])  # $0.20 + 129 * 0.0001 + 100 * 0.001 fits
     assert upstream.calls == 1
 
 

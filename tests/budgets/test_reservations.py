@@ -1,4 +1,5 @@
-"""Holds of requests whose process died: they block until they expire, then are released."""
+"""Holds of requests whose process died: they block until they expire, then are charged at the hold amount
+(the provider may have billed up to it) and marked reaped, never released at $0."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -41,24 +42,28 @@ def request(org):
     return upstream
 
 
-def test_orphan_hold_blocks_until_it_expires_then_is_released_automatically(org, settings):
+def test_orphan_hold_blocks_until_it_expires_then_is_charged_automatically(org, settings):
     settings.GATEWAY_BUDGET_RESERVATION_TTL = 600
     services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
     now = timezone.now().replace(hour=10)
     with time_machine.travel(now, tick=False):
-        orphan_hold(org)
-        request(org)  # $0.85 held + $0.10 fits
-        with pytest.raises(GatewayError) as refused:
+        orphan_hold(org, "0.75")
+        request(org)  # $0.75 held + $0.10 fits
+        request(org)  # $0.10 spent + $0.75 held + $0.10 fits
+        with pytest.raises(GatewayError) as refused:  # $0.20 spent + $0.75 held + $0.10 > $1
             request(org)
-        assert refused.value.metadata["budget"]["reserved_usd"] == 0.85
+        assert refused.value.metadata["budget"]["reserved_usd"] == 0.75
     with time_machine.travel(now + timedelta(seconds=601), tick=False):
-        assert request(org).calls == 1  # the refusal reaped the expired hold and retried
+        with pytest.raises(GatewayError) as refused:  # the refusal reaped the hold: charged, not released
+            request(org)
     counter = SpendCounter.objects.get()
-    assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.2")
-    assert not SpendReservation.objects.exists()
+    assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.95")  # $0.20 + the $0.75 hold
+    assert refused.value.metadata["budget"]["spent_usd"] == 0.95
+    [reaped] = SpendReservation.objects.all()  # kept, marked, as the record of the charge
+    assert reaped.request_id == "crashed" and reaped.reaped_at == now + timedelta(seconds=601)
 
 
-def test_budgets_reap_command_releases_expired_holds(org, settings):
+def test_budgets_reap_command_charges_expired_holds(org, settings):
     settings.GATEWAY_BUDGET_RESERVATION_TTL = 60
     services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
     now = timezone.now().replace(hour=10)
@@ -67,14 +72,18 @@ def test_budgets_reap_command_releases_expired_holds(org, settings):
         orphan_hold(org, "0.2")
         out = StringIO()
         call_command("budgets_reap", stdout=out)
-        assert out.getvalue().strip() == "released 0 expired reservation(s)"
+        assert out.getvalue().strip() == "charged 0 expired reservation(s) at their hold amount"
     with time_machine.travel(now + timedelta(seconds=61), tick=False):
         call_command("budgets_reap", stdout=out)
-    assert "released 2 expired reservation(s)" in out.getvalue()
-    assert SpendCounter.objects.get().reserved_units == 0
+        call_command("budgets_reap", stdout=out)  # never twice
+    assert "charged 2 expired reservation(s) at their hold amount" in out.getvalue()
+    assert out.getvalue().strip().endswith("charged 0 expired reservation(s) at their hold amount")
+    counter = SpendCounter.objects.get()
+    assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")
+    assert SpendReservation.objects.filter(reaped_at__isnull=False).count() == 2
 
 
-def test_settling_a_reaped_hold_adds_the_cost_without_releasing_twice(org, settings):
+def test_a_request_settling_after_its_hold_was_reaped_is_charged_its_cost_once(org, settings):
     settings.GATEWAY_BUDGET_RESERVATION_TTL = 60
     services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
     now = timezone.now().replace(hour=10)
@@ -85,6 +94,8 @@ def test_settling_a_reaped_hold_adds_the_cost_without_releasing_twice(org, setti
         counters.spend_settle(hold=other, cost_units=counters.usd_to_units(Decimal("0.1")), is_byok=False)
     with time_machine.travel(now + timedelta(seconds=61), tick=False):
         assert counters.reservations_reap(now=timezone.now()) == 1
+        assert SpendCounter.objects.get().spent_usd == Decimal("0.6")  # $0.1 + the reaped $0.5 hold
         counters.spend_settle(hold=slow, cost_units=counters.usd_to_units(Decimal("0.4")), is_byok=False)
     counter = SpendCounter.objects.get()
-    assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")
+    assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")  # the hold's charge replaced
+    assert not SpendReservation.objects.exists()

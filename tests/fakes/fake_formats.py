@@ -23,6 +23,8 @@ class Reply:
     input_tokens: int = 12  # total prompt tokens, cached included
     cached_tokens: int = 4
     reasoning_tokens: int = 2
+    billed_output: int | None = None  # output tokens reported instead of the pieces' count (size billing)
+    omit_usage: bool = False  # answer without usage, as several OpenAI-compatible servers do
     reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
 
     @property
@@ -35,6 +37,8 @@ class Reply:
 
     @property
     def output_tokens(self) -> int:
+        if self.billed_output is not None:
+            return self.billed_output
         return len(self.pieces) + len(self.tool_arguments) + self.reasoning_tokens
 
 
@@ -83,7 +87,9 @@ def responses_json(model: str, reply: Reply, status: str | None = None) -> dict[
         "incomplete_details": {"reason": incomplete} if incomplete else None,
         "model": model,
         "output": _responses_output(reply),
-        "usage": {
+        "usage": None
+        if reply.omit_usage
+        else {
             "input_tokens": reply.input_tokens,
             "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens": reply.output_tokens,
@@ -184,8 +190,7 @@ def chat_json(model: str, reply: Reply) -> dict[str, Any]:
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}],
-        "usage": _chat_usage(reply),
-    }
+    } | ({} if reply.omit_usage else {"usage": _chat_usage(reply)})
 
 
 def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
@@ -210,7 +215,7 @@ def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
     else:
         frames.extend(chunk({"content": piece}) for piece in reply.pieces)
     frames.append(chunk({}, reply.finish))
-    if include_usage:
+    if include_usage and not reply.omit_usage:
         frames.append(sse(base | {"choices": [], "usage": _chat_usage(reply)}))
     frames.append(sse("[DONE]"))
     return frames
@@ -260,12 +265,13 @@ def messages_json(model: str, reply: Reply) -> dict[str, Any]:
         "content": [*_anthropic_thinking(reply), _anthropic_block(reply)],
         "stop_reason": _ANTHROPIC_STOP[reply.finish],
         "stop_sequence": None,
-        "usage": _anthropic_usage(reply, reply.output_tokens),
-    }
+    } | ({} if reply.omit_usage else {"usage": _anthropic_usage(reply, reply.output_tokens)})
 
 
 def messages_frames(model: str, reply: Reply) -> list[bytes]:
-    start = messages_json(model, reply) | {"content": [], "stop_reason": None, "usage": _anthropic_usage(reply, 1)}
+    start = messages_json(model, reply) | {"content": [], "stop_reason": None}
+    if not reply.omit_usage:
+        start["usage"] = _anthropic_usage(reply, 1)
     frames = [sse({"type": "message_start", "message": start}, "message_start"), sse({"type": "ping"}, "ping")]
     if reply.tool_name:
         block = _anthropic_block(reply) | {"input": {}}
@@ -287,8 +293,7 @@ def messages_frames(model: str, reply: Reply) -> list[bytes]:
     message_delta = {
         "type": "message_delta",
         "delta": {"stop_reason": _ANTHROPIC_STOP[reply.finish], "stop_sequence": None},
-        "usage": {"output_tokens": reply.output_tokens},
-    }
+    } | ({} if reply.omit_usage else {"usage": {"output_tokens": reply.output_tokens}})
     frames.append(sse(message_delta, "message_delta"))
     frames.append(sse({"type": "message_stop"}, "message_stop"))
     return frames

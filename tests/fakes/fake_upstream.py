@@ -39,6 +39,13 @@ Scenarios, chosen by the upstream model name (the last `/`-separated segment of 
 
 `fake.response_headers` (default none) are added to every answer, e.g. a `Set-Cookie`.
 
+Billing (usage reported): `fake.billing = "fixed"` (default, the figures above) or `"size"`, a provider that
+bills what it is sent: input tokens = ceil(request bytes / 4) + 4 per message + 8, where each image part
+counts `fake.image_tokens` instead of its bytes (`billed_input_tokens`); output tokens = the output cap the
+request sent (`max_output_tokens`, `max_completion_tokens` or `max_tokens`: the model writes to its cap), or
+`fake.uncapped_output_tokens` when it sent none. `fake.omit_usage = True` answers without any usage, and so
+does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow-stream-40`).
+
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
 one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
 back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
@@ -74,6 +81,30 @@ from tests.fakes import fake_formats as formats
 DEFAULT_PIECES = ["Hello", " from", " the", " fake", " upstream."]
 TOOL_ARGUMENT_PIECES = ['{"city":', ' "Paris"}']
 REASONING_PIECES = ["Thinking it ", "over."]
+OUTPUT_CAPS = ("max_output_tokens", "max_completion_tokens", "max_tokens")
+IMAGE_PARTS = frozenset({"input_image", "image_url", "image"})
+
+
+def _image_bytes(value: Any) -> tuple[int, int]:
+    """(image parts found, JSON bytes they take) anywhere in a request body."""
+    if isinstance(value, dict):
+        if value.get("type") in IMAGE_PARTS:
+            return 1, len(json.dumps(value, separators=(",", ":")).encode())
+        found = [_image_bytes(v) for v in value.values()]
+    elif isinstance(value, list):
+        found = [_image_bytes(v) for v in value]
+    else:
+        return 0, 0
+    return sum(f[0] for f in found), sum(f[1] for f in found)
+
+
+def billed_input_tokens(body: dict[str, Any], raw: bytes, image_tokens: int) -> int:
+    """What a provider billing by size charges for a request: ceil(bytes / 4) + 4 per message + 8, each image
+    at `image_tokens` (providers bill images by their pixels, not by the bytes of their encoding)."""
+    images, image_size = _image_bytes(body)
+    messages = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
+    count = len(messages) if isinstance(messages, list) else 1
+    return -(-(len(raw) - image_size) // 4) + 4 * count + 8 + images * image_tokens
 
 
 @dataclass
@@ -133,6 +164,10 @@ class FakeUpstream:
     retry_after: str = "7"
     rejected_keys: set[str] = field(default_factory=lambda: {"sk-invalid"})
     response_headers: dict[str, str] = field(default_factory=dict)  # added to every answer (e.g. Set-Cookie)
+    billing: str = "fixed"  # "fixed" | "size"
+    omit_usage: bool = False
+    image_tokens: int = 1000
+    uncapped_output_tokens: int = 100_000
     embedding_tokens_per_input: int = 3  # /embeddings usage.prompt_tokens per input
     embedding_usage: bool = True  # False: /embeddings answers without `usage`
 
@@ -191,6 +226,10 @@ class FakeUpstream:
             "retry_after",
             "rejected_keys",
             "response_headers",
+            "billing",
+            "omit_usage",
+            "image_tokens",
+            "uncapped_output_tokens",
             "embedding_tokens_per_input",
             "embedding_usage",
         ):
@@ -280,17 +319,25 @@ class FakeUpstream:
         headers = {"Retry-After": self.retry_after} if status == 429 else None
         return web.json_response(formats.error_body(path, status, key), status=status, headers=headers)
 
-    def _reply(self, scenario: _Scenario, body: dict[str, Any]) -> formats.Reply:
+    def _reply(self, scenario: _Scenario, body: dict[str, Any], raw: bytes) -> formats.Reply:
         with self._lock:
             if self.script:
                 return self.script.pop(0)
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")
         if scenario.name == "tool-call":
-            return formats.Reply(
+            reply = formats.Reply(
                 tool_name=_first_tool_name(body), tool_arguments=list(TOOL_ARGUMENT_PIECES), finish="tool_calls"
             )
-        reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
-        return formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
+        else:
+            reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
+            reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
+        reply.omit_usage = self.omit_usage or "no-usage" in str(body.get("model", ""))
+        if self.billing == "size":
+            reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
+            reply.cached_tokens = reply.reasoning_tokens = 0
+            cap = next((body[k] for k in OUTPUT_CAPS if isinstance(body.get(k), int)), None)
+            reply.billed_output = cap if cap is not None else self.uncapped_output_tokens
+        return reply
 
     def _render(self, path: str, body: dict[str, Any], reply: formats.Reply) -> tuple[dict[str, Any], list[bytes]]:
         model = str(body.get("model", ""))
@@ -322,7 +369,7 @@ class FakeUpstream:
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
         if request.path.endswith("/embeddings"):
             return web.json_response(self._embeddings(body))
-        reply = self._reply(scenario, body)
+        reply = self._reply(scenario, body, record.raw)
         if reply.fail_status:
             return self._error(request.path, reply.fail_status, record.auth)
         document, frames = self._render(request.path, body, reply)

@@ -115,19 +115,19 @@ def test_generation_lookup_and_budget_settlement(gateway_server, org, sdk, upstr
         f"/api/v1/workspaces/{org.workspace.slug}/budgets/daily", {"limit_usd": 1}, format="json"
     )
     assert response.status_code == 200
-    fake_upstream.embedding_usage = False  # no usage from upstream: text estimated at 4 characters per token
+    fake_upstream.embedding_usage = False  # no usage from upstream: text charged at its UTF-8 bytes (the bound)
     http = httpx.Client(
         base_url=f"{gateway_server.url}/api/v1", headers={"Authorization": f"Bearer {org.inference_key}"}
     )
     answer = http.post("/embeddings", json={"model": upstream_embed, "input": ["12345678", "abcd"]}).json()
-    assert answer["id"].startswith("emb_") and answer["usage"]["prompt_tokens"] == 3
+    assert answer["id"].startswith("emb_") and answer["usage"]["prompt_tokens"] == 12
     wait_idle()
     counter = SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval="daily")
-    assert counter.spent_usd == Decimal(PRICE) * 3 and counter.reserved_units == 0
+    assert counter.spent_usd == Decimal(PRICE) * 12 and counter.reserved_units == 0
     generations(1)
     lookup = http.get("/generation", params={"id": answer["id"]}).json()["data"]
-    assert lookup["ingress_format"] == "embeddings" and lookup["tokens_prompt"] == 3
-    assert Decimal(str(lookup["total_cost"])) == Decimal(PRICE) * 3
+    assert lookup["ingress_format"] == "embeddings" and lookup["tokens_prompt"] == 12
+    assert Decimal(str(lookup["total_cost"])) == Decimal(PRICE) * 12
 
 
 def test_fallback_to_the_next_model(sdk, upstream_embed, echo_embed, fake_upstream):
@@ -250,11 +250,17 @@ def test_catalog_loader_rules_for_embeddings_models():
 
 
 def test_budget_hold_counts_token_ids():
-    from budgets.estimate import estimate_input_tokens
+    from dataclasses import replace
 
-    assert estimate_input_tokens({"input": [[1, 2, 3], [4, 5]]}) == 5
-    assert estimate_input_tokens({"input": [7, 8, 9, 10]}) == 4
-    assert estimate_input_tokens({"input": ["abcdef"]}) == 4  # '["abcdef"]' is 10 bytes: 10 / 3 rounded up
+    from budgets.estimate import input_token_bound
+    from tests.budgets.conftest import candidate
+
+    endpoint = replace(candidate(), output_modalities=("embeddings",))
+    # an embeddings model bills its input alone: token ids exactly, text at its UTF-8 bytes, + 4 per input
+    assert input_token_bound({"model": "m", "input": [[1, 2, 3], [4, 5]]}, endpoint) == 5 + 2 * 4
+    assert input_token_bound({"model": "m", "input": [7, 8, 9, 10]}, endpoint) == 4 + 4
+    assert input_token_bound({"model": "m", "input": ["abcdef", "é"]}, endpoint) == 6 + 2 + 2 * 4
+    assert input_token_bound({"model": "m", "input": "abc"}, endpoint) == 3 + 4
 
 
 def test_rate_limits_apply_and_hold_no_output_tokens(sdk, org, echo_embed):

@@ -272,3 +272,44 @@ def test_reasoning_comes_back_as_a_thinking_block(claude, api_format):
     assert "thinking_delta" in deltas and deltas.index("thinking_delta") < deltas.index("text_delta")
     assert [b.type for b in final.content] == ["thinking", "text"]
     assert final.content[0].thinking == "Thinking it over." and final.content[1].text == TEXT
+    signature = "sig-fake" if api_format == "anthropic-messages" else ""  # only Anthropic signs its thinking
+    assert message.content[0].signature == final.content[0].signature == signature
+
+
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_thinking_blocks_go_back_to_anthropic_only(claude, fake_upstream, api_format):
+    client, add = claude
+    model = add(api_format)
+    history = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Use the tool.", "signature": "sig-1"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]},
+    ]
+    client.messages.create(model=model, max_tokens=50, messages=history, tools=[TOOL])
+    body = fake_upstream.last.body
+    if api_format == "anthropic-messages":
+        assert body["messages"][1]["content"][:2] == [
+            {"type": "thinking", "thinking": "Use the tool.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque"},
+        ]
+    elif api_format == "openai-chat":
+        assert body["messages"][1] == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "toolu_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        }
+    else:
+        assert [item.get("type") for item in body["input"]] == ["message", "function_call", "function_call_output"]

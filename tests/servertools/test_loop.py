@@ -7,7 +7,10 @@ from decimal import Decimal
 
 import pytest
 
+from budgets.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
+from inference.models import Endpoint
+from inference.routing import candidate_from_endpoint
 from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import generations, wait_idle
 from tests.servertools.conftest import MODEL, call, text
@@ -188,8 +191,11 @@ def test_budget_settles_every_turn_and_the_generation_has_the_sum(agent, agent_c
 
 def test_a_turn_the_budget_cannot_hold_is_not_sent(agent, agent_catalog, searxng, org):
     # The first turn's worst case fits; the second (its prompt grew by the tool definition and the results)
-    # does not: 402 before it goes upstream, and the first turn is charged.
-    put_budget(org, "daily", 0.0002)
+    # does not: 402 before it goes upstream, and the first turn is charged. The budget is twice the request's
+    # worst case: the request's hold and the first turn's growth fit, a second turn's hold on top does not.
+    endpoint = Endpoint.objects.select_related("model", "provider").get(model__slug=MODEL)
+    body = {"model": MODEL, "input": "Look it up.", "tools": [SEARCH], "max_output_tokens": 10}
+    put_budget(org, "daily", float(2 * worst_case_cost(body, [candidate_from_endpoint(endpoint)])))
     agent_catalog.script = [*searches(1), text("Done.")]
     response = ask(agent, max_output_tokens=10)
     assert response.status_code == 402, response.text
@@ -239,7 +245,8 @@ def test_turn_cut_mid_stream_is_charged_its_estimate(agent, agent_catalog, searx
     assert any(e["type"] == "response.output_text.delta" for e in events)
     [row] = generations(1)
     streamed = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    assert row.status == "failed" and row.output_tokens == (len(streamed) + 3) // 4 > 0 and row.cost > 0
+    # the estimate of any cut stream: the output streamed (UTF-8 bytes + 16 of framing) within the output cap
+    assert row.status == "failed" and row.output_tokens == len(streamed.encode()) + 16 and row.cost > 0
     stage = next(s for s in row.pipeline if s["type"] == "server_tools")
     assert stage["data"]["turns"] == 1
 

@@ -1,4 +1,4 @@
-"""Release the spend holds of requests whose process died before settling them."""
+"""Charge the spend holds of requests whose process died before settling them, at the hold amount."""
 
 from django.core.management.base import BaseCommand
 from django.utils import timezone
@@ -7,10 +7,13 @@ from budgets.counters import reservations_reap
 
 
 class Command(BaseCommand):
-    help = "Release expired spend reservations (held by requests whose process died mid-request)."
+    help = (
+        "Charge expired spend reservations (held by requests whose process died mid-request) as spent at their "
+        "hold amount, and mark them reaped."
+    )
 
     def handle(self, *args, **options):
         total = 0
-        while released := reservations_reap(now=timezone.now()):
-            total += released
-        self.stdout.write(f"released {total} expired reservation(s)")
+        while reaped := reservations_reap(now=timezone.now()):
+            total += reaped
+        self.stdout.write(f"charged {total} expired reservation(s) at their hold amount")
