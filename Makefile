@@ -46,7 +46,7 @@ run: $(VENV)/.runtime-installed .env env-encryption-key
 	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
 	$(PY) manage.py run_observability_worker & worker=$$!; \
 	trap 'kill -TERM $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(VENV)/bin/uvicorn gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan on --timeout-graceful-shutdown $(GRACEFUL_TIMEOUT)
+	$(PY) -m gateway_project.serve gateway_project.asgi:application --host $(HOST) --port $(PORT) --no-server-header --lifespan on --timeout-graceful-shutdown $(GRACEFUL_TIMEOUT)
 
 worker: $(VENV)/.runtime-installed .env env-encryption-key
 	$(PY) manage.py run_observability_worker

@@ -4,7 +4,10 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 
 from accounts import services
+from accounts.admin_login import ThrottledAdminAuthenticationForm
 from accounts.models import ApiKey, Organization, User, Workspace, WorkspaceMember
+
+admin.site.login_form = ThrottledAdminAuthenticationForm  # sign-in throttling (accounts/admin_login.py)
 
 
 @admin.register(Organization)
@@ -117,4 +120,6 @@ class ApiKeyAdmin(admin.ModelAdmin):
             created.api_key.organization,
         )
         obj._state.adding = False
+        # Shown once through the messages framework, kept in the server-side session (MESSAGE_STORAGE), never
+        # in a cookie.
         messages.warning(request, f"New API key (shown once, copy it now): {created.raw_key}")

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
-
 from accounts.auth_throttle import failed_authentications
 from accounts.keys import hash_key
 from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
 from gateway_project.api.errors import GatewayError
-from gateway_project.policy_cache import PolicyCache, current_policy_version
+from gateway_project.db_deadline import db_reader
+from gateway_project.policy_cache import KEYS, PolicyCache, current_policy_version
 from inference.pipeline.context import Context
 
-# Known keys only: unknown ones go to their own, smaller cache, so a flood of random keys never evicts them.
+# Known keys only, each dropped when its organization changes. Unknown keys go to their own, smaller cache
+# (oldest out, dropped when any key is created or changed), so a flood of random keys never evicts known
+# ones nor makes a cache flush itself whole.
 _principals = PolicyCache("principals")
 _unknown_keys = PolicyCache("unknown-keys", max_entries=10_000)
-_load_principal = sync_to_async(load_principal, thread_sensitive=True)
+_load_principal = db_reader(load_principal)
 
 
 async def _principal(version: int, key_hash: str, address: str):
@@ -23,17 +24,21 @@ async def _principal(version: int, key_hash: str, address: str):
     if principal is not None:
         return principal
     if _unknown_keys.peek(version, key_hash) is None:
-        failed_authentications.check(address)  # before the database lookup
-        principal = await _principals.get(version, key_hash, lambda: _load_principal(key_hash), cache_none=False)
+        failed_authentications.check(address, key_hash)  # before the database lookup
+        drops = _unknown_keys.drops
+        principal = await _principals.get(
+            version, key_hash, lambda: _load_principal(key_hash), scope=_organization_of, cache_none=False
+        )
         if principal is not None:
+            failed_authentications.remember(key_hash)
             return principal
-        await _unknown_keys.get(version, key_hash, _unknown)
+        _unknown_keys.put(version, key_hash, True, KEYS, drops)
     failed_authentications.record(address)
     return None
 
 
-async def _unknown() -> bool:
-    return True
+def _organization_of(principal):
+    return principal.organization_id
 
 
 class KeyAuthMiddleware:

@@ -96,11 +96,12 @@ def authenticate_header(value: str | None, address: str = "") -> Principal:
     """
     from accounts.auth_throttle import failed_authentications
 
-    raw_key = raw_key_from_header(value)
-    failed_authentications.check(address)
-    principal = load_principal(hash_key(raw_key))
+    key_hash = hash_key(raw_key_from_header(value))
+    failed_authentications.check(address, key_hash)
+    principal = load_principal(key_hash)
     if principal is None:
         failed_authentications.record(address)
         raise GatewayError(401, INVALID_KEY)
+    failed_authentications.remember(key_hash)
     principal.check_usable()
     return principal

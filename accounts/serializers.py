@@ -131,6 +131,17 @@ class ApiKeyUpdateSerializer(_KeyLimitFields):
     refused = {"workspace_id": "a key cannot be moved to another workspace: create a key in that workspace"}
 
 
+class KeyListQuerySerializer(serializers.Serializer):
+    """Query of GET /keys (besides offset, limit, workspace_id): each filter applies only when sent."""
+
+    include_disabled = serializers.BooleanField(
+        required=False, default=None, allow_null=True, help_text="false: leave disabled keys out (default: listed)"
+    )
+    include_expired = serializers.BooleanField(
+        required=False, default=None, allow_null=True, help_text="false: leave expired keys out (default: listed)"
+    )
+
+
 class ApiKeyCreatedSerializer(serializers.Serializer):
     """201 of POST /keys: the record and, once, the raw key."""
 

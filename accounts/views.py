@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -16,6 +17,7 @@ from accounts.serializers import (
     ApiKeyCreateSerializer,
     ApiKeySerializer,
     ApiKeyUpdateSerializer,
+    KeyListQuerySerializer,
     MembersAddedSerializer,
     MembersRemovedSerializer,
     OrganizationMemberSerializer,
@@ -63,7 +65,7 @@ class ApiKeyViewSet(OrganizationViewSet):
     def _serialize(self, keys: list[ApiKey]):
         return ApiKeySerializer(keys, many=True, context=_key_context(keys)).data
 
-    @extend_schema(responses={200: ApiKeySerializer(many=True)})
+    @extend_schema(parameters=[KeyListQuerySerializer], responses={200: ApiKeySerializer(many=True)})
     def list(self, request):
         queryset = self.get_queryset()
         workspace = request.query_params.get("workspace_id")
@@ -71,6 +73,11 @@ class ApiKeyViewSet(OrganizationViewSet):
             queryset = queryset.filter(
                 workspace=workspace_get(organization_id=self.principal.organization_id, id_or_slug=workspace)
             )
+        query = self.validated(KeyListQuerySerializer, data=request.query_params.dict())
+        if query.get("include_disabled") is False:
+            queryset = queryset.filter(disabled=False)
+        if query.get("include_expired") is False:
+            queryset = queryset.exclude(expires_at__lte=timezone.now())
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(self._serialize(page))
 

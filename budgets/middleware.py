@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 
-from asgiref.sync import sync_to_async
-
 from budgets import counters, settler
 from budgets.counters import (
     Hold,
@@ -27,13 +25,14 @@ from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
+from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
 _workspace_limits = PolicyCache("workspace-budgets")
-_load_workspace_limits = sync_to_async(workspace_spend_limits, thread_sensitive=True)
+_load_workspace_limits = db_reader(workspace_spend_limits)
 _reserve = in_db_thread(spend_reserve)
 _settle = in_db_thread(spend_settle)
 
@@ -57,7 +56,12 @@ async def applicable_limits(ctx: Context) -> list[SpendLimit]:
     principal = ctx.principal
     workspace_id = principal.workspace_id
     limits = list(
-        await _workspace_limits.get(ctx.policy_version, workspace_id, lambda: _load_workspace_limits(workspace_id))
+        await _workspace_limits.get(
+            ctx.policy_version,
+            workspace_id,
+            lambda: _load_workspace_limits(workspace_id),
+            scope=principal.organization_id,
+        )
     )
     key_limit = key_spend_limit(principal)
     if key_limit is not None:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from asgiref.sync import sync_to_async
-
 from byok.selectors import CredentialEntry, routing_entries
+from gateway_project.db_deadline import db_reader
 from gateway_project.encryption import DecryptionFailed, EncryptionNotConfigured, decrypt_secret
 from gateway_project.policy_cache import PolicyCache
 from inference.pipeline.context import Candidate, Context, Credential
@@ -25,7 +24,7 @@ _plaintext_cache = PolicyCache("byok-plaintext")
 _usable_cache = PolicyCache("byok-usable")
 _declared_cache = PolicyCache("byok-declared")
 
-_load_entries = sync_to_async(routing_entries, thread_sensitive=True)
+_load_entries = db_reader(routing_entries)
 
 
 async def _by_provider(ctx: Context) -> dict[str, tuple[CredentialEntry, ...]]:
@@ -34,7 +33,7 @@ async def _by_provider(ctx: Context) -> dict[str, tuple[CredentialEntry, ...]]:
     async def load():
         return await _load_entries(organization_id=organization_id)
 
-    return await _entries_cache.get(ctx.policy_version, organization_id, load)
+    return await _entries_cache.get(ctx.policy_version, organization_id, load, scope=organization_id)
 
 
 async def _entries(ctx: Context, provider: str) -> tuple[CredentialEntry, ...]:
@@ -55,7 +54,10 @@ async def declared_zdr_by_provider(ctx: Context) -> dict[str, frozenset[bool]]:
                     declared.setdefault(provider, set()).add(entry.declared_zdr)
         return {provider: frozenset(values) for provider, values in declared.items()}
 
-    return await _declared_cache.get(ctx.policy_version, (ctx.principal.organization_id, workspace_id), compute)
+    organization_id = ctx.principal.organization_id
+    return await _declared_cache.get(
+        ctx.policy_version, (organization_id, workspace_id), compute, scope=organization_id
+    )
 
 
 def _serves(entry: CredentialEntry, candidate: Candidate) -> bool:
@@ -87,7 +89,9 @@ async def _plaintext(ctx: Context, entry: CredentialEntry) -> str | None:
             logger.error("BYOK credential %s cannot be decrypted with the configured keys; skipped", entry.id)
             return None
 
-    return await _plaintext_cache.get(ctx.policy_version, (entry.id, entry.ciphertext), decrypt)
+    return await _plaintext_cache.get(
+        ctx.policy_version, (entry.id, entry.ciphertext), decrypt, scope=ctx.principal.organization_id
+    )
 
 
 async def _compute(ctx: Context, candidate: Candidate) -> tuple[Credential, ...]:
@@ -131,7 +135,7 @@ async def usable_credentials(ctx: Context, candidate: Candidate) -> list[Credent
     async def compute():
         return await _compute(ctx, candidate)
 
-    return list(await _usable_cache.get(ctx.policy_version, key, compute))
+    return list(await _usable_cache.get(ctx.policy_version, key, compute, scope=ctx.principal.organization_id))
 
 
 def clear_caches() -> None:

@@ -10,7 +10,8 @@ Inside `async_to_sync` (tests that call a middleware from a synchronous test, in
 call goes to asgiref instead, which runs it on the calling thread and its connection, as before.
 
 A call that fails because the database is unreachable closes the thread's broken connection before the
-error reaches the caller (the next call opens a fresh one).
+error reaches the caller (the next call opens a fresh one). A call that gets no answer at all is given up
+after `GATEWAY_DB_DEADLINE_SECONDS` and its socket shut down (gateway_project/db_deadline.py).
 
 `DatabaseThread` is the mechanism (one thread, its own connection, closed at shutdown); the accounting
 writer on PostgreSQL has one of its own (inference/recorder.py).
@@ -28,13 +29,14 @@ from asgiref.sync import AsyncToSync, sync_to_async
 from django.db import close_old_connections
 
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
+from gateway_project.db_deadline import deadline_seconds, tracked, within_deadline
 
 T = TypeVar("T")
 
 
 def _guarded(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
     try:
-        return fn(*args, **kwargs)
+        return tracked(fn, *args, **kwargs)
     except DATABASE_UNAVAILABLE_ERRORS:
         close_old_connections()  # CONN_HEALTH_CHECKS / errors_occurred decide; a broken one is dropped
         raise
@@ -43,8 +45,9 @@ def _guarded(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
 class DatabaseThread:
     """One thread with its own database connection, started on first use."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, deadline_factor: float = 1.0) -> None:
         self.name = name
+        self.deadline_factor = deadline_factor  # times GATEWAY_DB_DEADLINE_SECONDS a call may take
         self._executor: ThreadPoolExecutor | None = None
 
     def _get_executor(self) -> ThreadPoolExecutor:
@@ -53,8 +56,9 @@ class DatabaseThread:
         return self._executor
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`fn(*args, **kwargs)` on this thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._get_executor(), _guarded, fn, args, kwargs)
+        """`fn(*args, **kwargs)` on this thread, under the deadline (gateway_project/db_deadline.py)."""
+        future = asyncio.get_running_loop().run_in_executor(self._get_executor(), _guarded, fn, args, kwargs)
+        return await within_deadline(future, deadline_seconds() * self.deadline_factor)
 
     def queue_depth(self) -> int:
         """Calls waiting for the thread (the one running not included); the `/metrics` queue-depth gauge."""

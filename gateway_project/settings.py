@@ -8,6 +8,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from gateway_project.db_options import postgres_options, serves_requests
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -92,6 +94,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Time limits, so an unreachable or black-holed database is a 503 within seconds, never a hang
+        # (gateway_project/db_options.py; behind pgbouncer, which refuses startup options, set
+        # DATABASE_STATEMENT_TIMEOUT_MS=0 and DATABASE_LOCK_TIMEOUT_MS=0 and set them on the role).
+        for _name, _value in postgres_options(env, server_limits=serves_requests()).items():
+            DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
+
+# Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
+# size (431 above it) and the time a whole request may take to arrive after its first byte (408).
+GATEWAY_MAX_HEADER_BYTES = env.int("GATEWAY_MAX_HEADER_BYTES", default=65_536)
+GATEWAY_REQUEST_READ_TIMEOUT_SECONDS = env.float("GATEWAY_REQUEST_READ_TIMEOUT_SECONDS", default=60.0)
+# Deadline of each data-plane database call (gateway_project/db_deadline.py): past it the request gets 503
+# and the stuck call's socket is shut down. The accounting writer's batches get 6 times as long.
+GATEWAY_DB_DEADLINE_SECONDS = env.float("GATEWAY_DB_DEADLINE_SECONDS", default=5.0)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
@@ -126,6 +142,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Security headers.
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Production (DJANGO_DEBUG false): the admin's session and CSRF cookies only over HTTPS, HSTS on HTTPS answers
+# (behind a TLS-terminating proxy set DJANGO_TRUST_X_FORWARDED_PROTO so Django sees the request as HTTPS).
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+if env.bool("DJANGO_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Messages (the admin shows a new key's raw value once) live in the server-side session, never in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
+# Admin sign-in throttling (accounts/admin_login.py).
+GATEWAY_ADMIN_LOGIN_FAILURES = env.int("GATEWAY_ADMIN_LOGIN_FAILURES", default=5)
+GATEWAY_ADMIN_LOGIN_WINDOW_SECONDS = env.int("GATEWAY_ADMIN_LOGIN_WINDOW_SECONDS", default=900)
 
 # SSRF guard (gateway_project/netguard.py): observability destination URLs and catalog base_urls may not point
 # at private, loopback or link-local addresses unless GATEWAY_ALLOW_PRIVATE_URLS is true or the host name or a
@@ -233,8 +264,13 @@ GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYT
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
-# Without Redis: how old the policy version may get before a request reads it again (gateway_project/policy_cache.py).
+# Without Redis, or while Redis cannot be reached: how old the policy version rows may get before a request
+# reads them again (gateway_project/policy_versions.py).
 GATEWAY_POLICY_REFRESH_MS = env.int("GATEWAY_POLICY_REFRESH_MS", default=250)
+# With Redis: how often the rows are read anyway, in case a push was lost (gateway_project/policy_versions.py).
+GATEWAY_POLICY_RECHECK_MS = env.int("GATEWAY_POLICY_RECHECK_MS", default=5000)
+# Connect and read timeout of the gateway's own Redis clients (policy pushes, rankings counters).
+GATEWAY_REDIS_TIMEOUT_SECONDS = env.float("GATEWAY_REDIS_TIMEOUT_SECONDS", default=1.0)
 # Seconds a batch of Generation rows is retried while the database is unreachable (restart, failover).
 GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS", default=60.0)
 

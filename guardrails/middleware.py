@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from gateway_project.api.errors import GatewayError
+from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from guardrails.content import RuleResult, has_token_input, opaque_files, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
@@ -27,7 +26,7 @@ def _load_policy_sync(key_id, workspace_id, user_id) -> EffectivePolicy:
     return effective_policy(rules_for_key(key_id=key_id, workspace_id=workspace_id, user_id=user_id))
 
 
-_load_policy = sync_to_async(_load_policy_sync, thread_sensitive=True)
+_load_policy = db_reader(_load_policy_sync)
 
 
 async def policy_for(ctx: Context) -> EffectivePolicy:
@@ -41,6 +40,7 @@ async def policy_for(ctx: Context) -> EffectivePolicy:
         ctx.policy_version,
         principal.key_id,
         lambda: _load_policy(principal.key_id, principal.workspace_id, principal.user_id),
+        scope=principal.organization_id,
     )
     ctx.guardrail_policy = policy
     return policy

@@ -32,7 +32,7 @@ from inference.pipeline.context import Context
 logger = logging.getLogger("gateway.accounting")
 MAX_BATCH = 500
 # PostgreSQL and other server databases: the rows are written on a thread and connection of their own.
-_writer_thread = DatabaseThread("gateway-accounting")
+_writer_thread = DatabaseThread("gateway-accounting", deadline_factor=6)  # batches: 30 s by default
 
 
 def _in_writer_thread(contexts: list[Context]) -> None:

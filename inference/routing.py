@@ -16,10 +16,9 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from byok.routing import declared_zdr_by_provider
 from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
@@ -101,7 +100,7 @@ def load_catalog_snapshot() -> dict[str, list[Candidate]]:
     return by_slug
 
 
-_load_snapshot = sync_to_async(load_catalog_snapshot, thread_sensitive=True)
+_load_snapshot = db_reader(load_catalog_snapshot)
 
 
 async def catalog_snapshot(ctx: Context) -> dict[str, list[Candidate]]:

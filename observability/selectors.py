@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from accounts.models import Workspace
 from accounts.selectors import workspace_get
 from gateway_project.api.errors import GatewayError
+from gateway_project.policy_versions import on_scope_change
 from observability.filters import compile_filter_rules
 from observability.models import Destination
 
@@ -114,6 +115,7 @@ class _RouteCache:
 
 
 route_cache = _RouteCache()
+on_scope_change(lambda scope: route_cache.clear())  # a change in any organization (rare): routes are reloaded
 
 
 def workspace_routes(*, workspace_id, policy_version: int | None) -> tuple[DestinationRoute, ...]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
-
 from gateway_project.api.errors import GatewayError
+from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from inference.pipeline.context import Context
 from presets.models import PresetStatus
@@ -19,7 +18,7 @@ from presets.selectors import PresetSnapshot, preset_snapshot
 PREFIX = "@preset/"
 
 _presets = PolicyCache("presets")
-_load_snapshot = sync_to_async(preset_snapshot, thread_sensitive=True)
+_load_snapshot = db_reader(preset_snapshot)
 
 
 def merge_preset(body: dict[str, Any], snapshot: PresetSnapshot) -> dict[str, Any]:
@@ -46,7 +45,10 @@ async def load_preset(ctx: Context, slug: str) -> PresetSnapshot:
     """The usable preset `slug` of the caller's organization: 404 when unknown, 400 when not active."""
     organization_id = ctx.principal.organization_id
     snapshot = await _presets.get(
-        ctx.policy_version, (organization_id, slug), lambda: _load_snapshot(organization_id, slug)
+        ctx.policy_version,
+        (organization_id, slug),
+        lambda: _load_snapshot(organization_id, slug),
+        scope=organization_id,
     )
     if snapshot is None:
         raise GatewayError(404, f"Preset '{slug}' not found")

@@ -1,9 +1,11 @@
 """Rate limits of the rankings dataset: 30 requests per minute per key and 500 per UTC day per
 organization (fixed windows). Counters are shared across processes: a Redis Lua script when REDIS_URL is
-set, conditional UPDATEs in the database otherwise. A refused request is not counted."""
+set, conditional UPDATEs in the database otherwise (and while Redis cannot be reached). A refused request is
+not counted."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from django.db.models import F
 from gateway_project.api.errors import GatewayError
 from rankings.models import RateLimitCounter
 
+logger = logging.getLogger("gateway.rankings")
 PER_KEY_PER_MINUTE = 30
 PER_ORG_PER_DAY = 500
 
@@ -82,6 +85,18 @@ def _db_allows(windows: tuple[Window, Window], now: float) -> int:
     return 0
 
 
+def _allows(windows: tuple[Window, Window], now: float) -> int:
+    """Redis when configured and reachable; the database counters otherwise (Redis is an accelerator)."""
+    if settings.REDIS_URL:
+        import redis
+
+        try:
+            return _redis_allows(windows, now)
+        except redis.RedisError as error:
+            logger.warning("rankings rate limit: Redis unavailable (%s); counting in the database", error)
+    return _db_allows(windows, now)
+
+
 def check_rankings_rate_limit(*, key_hash: str, organization_id) -> None:
     """Count one request of `key_hash`, or raise 429 with Retry-After when a limit is reached."""
     now = time.time()
@@ -89,7 +104,7 @@ def check_rankings_rate_limit(*, key_hash: str, organization_id) -> None:
         Window(f"rankings:key:{key_hash}", PER_KEY_PER_MINUTE, 60),
         Window(f"rankings:org:{organization_id}", PER_ORG_PER_DAY, 86_400),
     )
-    refused = _redis_allows(windows, now) if settings.REDIS_URL else _db_allows(windows, now)
+    refused = _allows(windows, now)
     if refused:
         window = windows[refused - 1]
         scope = "30 requests per minute per key" if refused == 1 else "500 requests per day per organization"

@@ -47,10 +47,20 @@ class GroupMappingListQuerySerializer(serializers.Serializer):
 class ScimGroupSerializer(GatewayModelSerializer):
     """A group the identity provider pushed through SCIM."""
 
+    organization_id = serializers.UUIDField(read_only=True)
     member_count = serializers.IntegerField(read_only=True)
     mapping_count = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = ScimGroup
-        fields = ["id", "display_name", "external_id", "member_count", "mapping_count", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "organization_id",
+            "display_name",
+            "external_id",
+            "member_count",
+            "mapping_count",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields

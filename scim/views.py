@@ -85,9 +85,19 @@ class ScimGroupViewSet(OrganizationViewSet):
     def get_queryset(self):
         return selectors.scim_groups(organization_id=self.principal.organization_id)
 
-    @extend_schema(responses={200: ScimGroupSerializer(many=True)})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("display_name", str, description="Exact match; omitted or empty: no filter"),
+            OpenApiParameter("external_id", str, description="Exact match; omitted or empty: no filter"),
+        ],
+        responses={200: ScimGroupSerializer(many=True)},
+    )
     def list(self, request):
-        return self.list_response(self.get_queryset())
+        queryset = self.get_queryset()
+        for name in ("display_name", "external_id"):
+            if request.query_params.get(name):
+                queryset = queryset.filter(**{name: request.query_params[name]})
+        return self.list_response(queryset)
 
     @extend_schema(responses={200: ScimGroupData})
     def retrieve(self, request, pk=None):

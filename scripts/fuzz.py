@@ -6,8 +6,9 @@ Without `--url` it starts a throwaway gateway (uvicorn, a fresh SQLite database 
 `bootstrap` for the organization, the catalog and one management and one inference key) and stops it after.
 Every management operation is fuzzed with the management key; POST /api/v1/responses, /chat/completions
 and /messages with the inference key (JSON bodies). Checks: no 5xx (`not_a_server_error`), statuses, content
-types and bodies conforming to the schema, and every error in the envelope (`scripts/fuzz_checks.py`). Exit
-status 0 when all pass.
+types and bodies conforming to the schema, and every error in the envelope (`scripts/fuzz_checks.py`). Then
+the hostile-input pass (`scripts/fuzz_hostile.py`): bodies nested past the limits and NUL characters in
+bodies, paths and queries of every operation, no 5xx. Exit status 0 when all pass.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from scripts.fuzz_hostile import run_hostile
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = "/api/v1/openapi.json"
@@ -238,10 +241,10 @@ def start_gateway(directory: str) -> tuple[subprocess.Popen, str, dict]:
     )
     keys = json.loads(boot.stdout.strip().splitlines()[-1])
     port = _free_port()
-    uvicorn = Path(python).parent / "uvicorn"
     server = subprocess.Popen(
-        [
-            *(str(uvicorn), "gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port)),
+        [  # served as `make run` serves it (the gateway's HTTP protocol: head and read limits)
+            *(python, "-m", "gateway_project.serve", "gateway_project.asgi:application"),
+            *("--host", "127.0.0.1", "--port", str(port)),
             *("--no-server-header", "--lifespan", "off", "--log-level", "warning"),
         ],
         cwd=ROOT,
@@ -275,17 +278,21 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.management_key and args.inference_key):
             parser.error("--url needs --management-key and --inference-key")
         status, output = run_schemathesis(args.url, args.management_key, args.inference_key, **options)
+        hostile_status, hostile_output = run_hostile(args.url, args.management_key, args.inference_key)
         print(output)
-        return status
+        print(hostile_output)
+        return status or hostile_status
     with tempfile.TemporaryDirectory(prefix="gateway-fuzz-") as directory:
         server, base_url, keys = start_gateway(directory)
         try:
             status, output = run_schemathesis(base_url, keys["management_key"], keys["inference_key"], **options)
+            hostile_status, hostile_output = run_hostile(base_url, keys["management_key"], keys["inference_key"])
         finally:
             server.terminate()
             server.wait(timeout=20)
     print(output)
-    return status
+    print(hostile_output)
+    return status or hostile_status
 
 
 if __name__ == "__main__":

@@ -102,8 +102,26 @@ DATABASE_UNAVAILABLE_ERRORS = (OperationalError, InterfaceError)
 DATABASE_RETRY_AFTER_SECONDS = 2
 
 
+def _is_redis_error(exc: BaseException) -> bool:
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - redis is a dependency
+        return False
+    return isinstance(exc, redis.RedisError)
+
+
 def database_unavailable(exc: BaseException) -> GatewayError | None:
-    """503 with `Retry-After` when `exc` says the database cannot be reached right now, else None."""
+    """503 with `Retry-After` when `exc` says the database (or Redis) cannot be reached right now, else None.
+
+    Redis is an accelerator: code that uses it falls back to the database; a Redis error that still reaches
+    a handler is a transient 503, never a 500."""
+    if _is_redis_error(exc):
+        logger.warning("redis unavailable: %s: %s", type(exc).__name__, exc)
+        return GatewayError(
+            503,
+            "Service temporarily unavailable: a shared cache cannot be reached, retry shortly",
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
     if not isinstance(exc, DATABASE_UNAVAILABLE_ERRORS):
         return None
     logger.warning("database unavailable: %s: %s", type(exc).__name__, str(exc).strip().splitlines()[:1])

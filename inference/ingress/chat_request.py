@@ -167,7 +167,7 @@ def _reasoning(body: dict[str, Any], out: dict[str, Any]) -> None:
             raise refuse("reasoning.exclude", "reasoning text is never returned in chat.completion answers")
         merged = {k: v for k, v in reasoning.items() if k != "exclude" and v is not None}
     if effort is not None:
-        if effort not in effort_values():
+        if not isinstance(effort, str) or effort not in effort_values():
             raise validation_error("reasoning_effort", f"must be one of {', '.join(sorted(effort_values()))}")
         if merged.get("effort") not in (None, effort):
             raise validation_error("reasoning_effort", "differs from reasoning.effort; send one of them")

@@ -26,7 +26,7 @@ from scim2_models import (
 
 from accounts.principal import Principal, authenticate_header
 from gateway_project import json_input
-from gateway_project.api.authentication import touch_last_used
+from gateway_project.api import authentication
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.permissions import MANAGEMENT_ONLY
 
@@ -110,7 +110,7 @@ class ScimView(View):
             raise UnauthorizedException(detail=exc.message) from None
         if not principal.is_management:
             raise ForbiddenException(detail=MANAGEMENT_ONLY)
-        touch_last_used(principal)
+        authentication.touch_last_used(principal)  # looked up per call (tests patch it)
         return principal
 
     def http_method_not_allowed(self, request, *args, **kwargs) -> HttpResponse:

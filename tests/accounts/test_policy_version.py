@@ -2,8 +2,8 @@
 
 Without Redis: a change made in this process applies at once; one made elsewhere (the version row moved under
 the process) is read at most GATEWAY_POLICY_REFRESH_MS later. With Redis (these tests need REDIS_URL): changes
-are pushed on a channel to a listener thread, and while the listener is not subscribed every request reads
-the version from Redis.
+are pushed on a channel to a listener thread, and while the listener is not subscribed requests read the
+version rows as without Redis.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ from asgiref.sync import async_to_sync
 from django.db.models import F
 
 from accounts.models import PolicyVersion
-from gateway_project import policy_cache
 from gateway_project.policy_cache import (
     REDIS_CHANNEL,
-    REDIS_KEY,
     bump_policy_version,
     current_policy_version,
     listener,
@@ -85,11 +83,10 @@ redis_url = os.environ.get("REDIS_URL", "")
 needs_redis = pytest.mark.skipif(not redis_url, reason="needs REDIS_URL")
 
 
-def other_process_bump(client) -> int:
-    """What bump_policy_version does in another process: INCR, then PUBLISH the new value."""
-    shared = int(client.incr(REDIS_KEY))
-    client.publish(REDIS_CHANNEL, shared)
-    return shared
+def other_process_bump(client) -> None:
+    """What another process's global bump does: the row moves in its transaction, then a PUBLISH."""
+    move_row_elsewhere()
+    client.publish(REDIS_CHANNEL, "policy")
 
 
 def wait_until(predicate, timeout: float = 5.0) -> float:
@@ -113,25 +110,25 @@ def redis_client(settings):
 
 
 @needs_redis
-def test_with_redis_a_change_elsewhere_is_pushed_without_a_read_per_request(redis_client, monkeypatch):
+@pytest.mark.django_db
+def test_with_redis_a_change_elsewhere_is_pushed_without_a_read_per_request(redis_client, django_assert_num_queries):
     before = version()
-    reads = []
-    monkeypatch.setattr(policy_cache, "_redis_async", lambda: reads.append(1))  # a read would fail here
     other_process_bump(redis_client)
     waited = wait_until(lambda: version() != before)
     assert waited < 1.0
-    assert reads == []
     after = version()
-    assert version() == after  # nothing moved: the same version, still no read
+    with django_assert_num_queries(0):
+        assert version() == after  # nothing moved: the same version, no read
 
 
 @needs_redis
+@pytest.mark.django_db
 def test_with_redis_pushes_arrive_within_milliseconds(redis_client):
     delays = []
     for _ in range(50):
         before = local_version.value
         started = time.perf_counter()
-        other_process_bump(redis_client)
+        redis_client.publish(REDIS_CHANNEL, "policy")
         while local_version.value == before:
             time.sleep(0.0001)
         delays.append(time.perf_counter() - started)
@@ -140,6 +137,7 @@ def test_with_redis_pushes_arrive_within_milliseconds(redis_client):
 
 
 @needs_redis
+@pytest.mark.django_db
 def test_with_redis_a_change_in_this_process_applies_at_once(redis_client):
     before = version()
     bump_policy_version()
@@ -147,26 +145,28 @@ def test_with_redis_a_change_in_this_process_applies_at_once(redis_client):
 
 
 @needs_redis
-def test_with_redis_every_request_reads_the_version_while_the_listener_is_down(redis_client):
+@pytest.mark.django_db
+def test_with_redis_the_rows_are_read_while_the_listener_is_down(redis_client, settings, monkeypatch):
+    settings.GATEWAY_POLICY_REFRESH_MS = 0
     listener.stop()
+    monkeypatch.setattr(listener, "ensure_started", lambda: None)  # Redis stays unreachable for this process
     try:
         wait_until(lambda: not listener.subscribed)
         before = version()
-        redis_client.incr(REDIS_KEY)  # changed without a push: only a read can see it
+        move_row_elsewhere()  # changed without a push: only a read of the rows can see it
         assert version() != before
     finally:
+        monkeypatch.undo()
         version()  # restarts the listener
         wait_until(lambda: listener.subscribed)
 
 
 @needs_redis
+@pytest.mark.django_db
 def test_with_redis_a_resubscription_counts_as_a_change(redis_client):
     before = version()
     listener.stop()
     wait_until(lambda: not listener.subscribed)
-    # While unsubscribed, a bump elsewhere that nobody here read; the version value it leaves could even
-    # equal the one seen last (Redis restarted and counted up again), so re-subscribing moves the version.
-    redis_client.set(REDIS_KEY, local_version.last_shared or 0)
     listener.ensure_started()
     wait_until(lambda: listener.subscribed)
     assert version() != before

@@ -165,3 +165,12 @@ def test_preset_bodies_accept_what_the_spec_ignores_and_refuse_the_rest(api):
     assert api.post("/api/v1/presets/p/responses", responses, format="json").status_code == 200
     messages = {"model": "openai/gpt-4o-mini", "max_tokens": 10, "messages": [], "stream": True, "metadata": {}}
     assert api.post("/api/v1/presets/p/messages", messages, format="json").status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("effort", [{}, [], 3])
+def test_chat_reasoning_effort_of_the_wrong_type_is_a_400_not_a_500(api, effort):
+    body = {"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "x"}], "reasoning_effort": effort}
+    response = api.post("/api/v1/presets/p/chat/completions", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["metadata"]["field"] == "reasoning_effort"

@@ -30,6 +30,13 @@ def _run(*args) -> str:
     return out.getvalue()
 
 
+@pytest.fixture(autouse=True)
+def _plain_http_cookies(settings):
+    """The simulated browser speaks plain HTTP to the loopback server, whose production cookies are Secure
+    (tests/security/test_admin_security.py): httpx would not send them back over HTTP."""
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = False
+
+
 def _admin_login(server_url: str, username: str, password: str) -> httpx.Response:
     """Log in through the admin's login form over HTTP, as a browser does; returns the page after it."""
     with httpx.Client(base_url=server_url, follow_redirects=True) as browser:

@@ -10,6 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts import middleware as key_auth
+from gateway_project.policy_cache import bump_policy_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BODY = {"model": "echo/echo-1", "input": "hello", "max_output_tokens": 5}
@@ -32,6 +33,8 @@ def test_data_plane_flood_is_429_after_the_limit_and_known_keys_still_work(sdk, 
             assert 1 <= int(response.headers["retry-after"]) <= 60
     assert statuses == [401] * 5 + [429] * 3
     assert sdk.responses.create(**BODY).status == "completed"  # from the same address, a known key passes
+    bump_policy_version()  # any change empties the key cache: a key that authenticated before still passes
+    assert sdk.responses.create(**BODY).status == "completed"
     with pytest.raises(openai.RateLimitError):  # a key unknown to the process is not looked up meanwhile
         openai.OpenAI(base_url=str(sdk.base_url), api_key=random_key(), max_retries=0).responses.create(**BODY)
 
@@ -67,7 +70,11 @@ def test_management_plane_flood_is_429_after_the_limit(org, settings):
     scim.credentials(HTTP_AUTHORIZATION=f"Bearer {random_key()}")
     response = scim.get("/api/v1/scim/v2/Users")
     assert response.status_code == 429 and response["Retry-After"]
+    management = APIClient()  # a key that authenticated before passes from the same address
+    management.credentials(HTTP_AUTHORIZATION=f"Bearer {org.management_key}")
+    assert management.get("/api/v1/keys").status_code == 429  # never authenticated here yet: not looked up
     # Another address is not affected.
     other = APIClient(REMOTE_ADDR="10.1.2.3")
     other.credentials(HTTP_AUTHORIZATION=f"Bearer {org.management_key}")
     assert other.get("/api/v1/keys").status_code == 200
+    assert management.get("/api/v1/keys").status_code == 200  # now it did

@@ -72,6 +72,9 @@ def test_api_keys_create_list_get_update_delete(sdk, org):
 
     updated = sdk.api_keys.update(hash=record.hash, name="renamed", disabled=True).data
     assert (updated.name, updated.disabled) == ("renamed", True)
+    assert record.hash in {k.hash for k in sdk.api_keys.list(include_disabled=True).data}
+    assert record.hash not in {k.hash for k in sdk.api_keys.list(include_disabled=False).data}
+    assert record.hash in {k.hash for k in sdk.api_keys.list(include_expired=False).data}
 
     assert sdk.api_keys.delete(hash=record.hash).DELETED is True
     with pytest.raises(errors.OpenRouterError):

@@ -51,3 +51,14 @@ def test_schemathesis_finds_no_failure_on_any_operation(gateway_server, transact
     for generated, passed in re.findall(r"(\d+) generated, (\d+) passed", output):
         assert int(generated) == int(passed) > 0
     assert len(re.findall(r"\d+ generated, \d+ passed", output)) == 3, output[-3000:]
+
+
+@pytest.mark.timeout(180)
+def test_hostile_input_on_every_operation_is_never_a_server_error(gateway_server, transactional_db):
+    """The hostile-input pass of `make fuzz` (scripts/fuzz_hostile.py): deep bodies and NUL characters."""
+    from scripts.fuzz_hostile import run_hostile
+
+    org = make_org("Hostile")
+    status, output = run_hostile(gateway_server.url, org.management_key, org.inference_key)
+    assert status == 0, output
+    assert int(re.search(r"(\d+) requests", output).group(1)) > 200

@@ -69,7 +69,9 @@ def test_every_uvicorn_command_of_the_makefile_turns_the_server_header_off():
     from pathlib import Path
 
     lines = [
-        line for line in Path("Makefile").read_text().splitlines() if "uvicorn " in line and "gateway_project" in line
+        line
+        for line in Path("Makefile").read_text().splitlines()
+        if ("uvicorn " in line or "gateway_project.serve" in line) and "gateway_project" in line
     ]
     assert lines
     assert all("--no-server-header" in line for line in lines), lines
