@@ -81,6 +81,31 @@ async def within_deadline(awaitable: Awaitable[T], seconds: float | None = None)
         raise OperationalError(f"the database did not answer within {limit:g} s") from None
 
 
+async def future_within_deadline(future: asyncio.Future, seconds: float) -> Any:
+    """`within_deadline` for an executor future, with a timer instead of a task (the budget hold's hot path:
+    about 2 us instead of about 15 us for `asyncio.wait_for`)."""
+    if not seconds:
+        return await future
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        if not future.done():
+            expired = True
+            abort_stuck(seconds)
+            future.cancel()
+
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        if expired:
+            raise OperationalError(f"the database did not answer within {seconds:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+
+
 def db_reader(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     """`sync_to_async(fn, thread_sensitive=True)` for the data plane's reads, under the deadline."""
     call = sync_to_async(functools.partial(tracked, fn), thread_sensitive=True)

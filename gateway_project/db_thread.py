@@ -29,7 +29,7 @@ from asgiref.sync import AsyncToSync, sync_to_async
 from django.db import close_old_connections
 
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
-from gateway_project.db_deadline import deadline_seconds, tracked, within_deadline
+from gateway_project.db_deadline import deadline_seconds, future_within_deadline, tracked
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ class DatabaseThread:
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`fn(*args, **kwargs)` on this thread, under the deadline (gateway_project/db_deadline.py)."""
         future = asyncio.get_running_loop().run_in_executor(self._get_executor(), _guarded, fn, args, kwargs)
-        return await within_deadline(future, deadline_seconds() * self.deadline_factor)
+        return await future_within_deadline(future, deadline_seconds() * self.deadline_factor)
 
     def queue_depth(self) -> int:
         """Calls waiting for the thread (the one running not included); the `/metrics` queue-depth gauge."""

@@ -24,7 +24,7 @@ _PG_INSERT = """
 INSERT INTO inference_generation (id, organization_id, key_hash, session_id, requested_model, model,
     model_permaslug, provider, upstream_id, status, finish_reason, error_message, input_tokens, output_tokens,
     cached_tokens, reasoning_tokens, cost, is_byok, streamed, tool_calls, input_modalities, output_modalities,
-    context_bucket, category, language_type, pipeline, trace, metadata, created_at)
+    context_bucket, category, language_type, pipeline, trace, metadata, created_at, ingress_format, usage_estimated)
 SELECT md5(random()::text || g::text)::uuid, %(org)s, '', '', m.slug, m.slug, m.slug, 'demo', '', 'completed',
     'stop', '', (random() * 20000)::int, (random() * 2000)::int, 0, 0, 0, false, false,
     CASE WHEN random() < 0.1 THEN 1 ELSE 0 END,
@@ -32,7 +32,7 @@ SELECT md5(random()::text || g::text)::uuid, %(org)s, '', '', m.slug, m.slug, m.
     '["text"]'::jsonb, '',
     CASE WHEN random() < %(rate)s THEN (%(categories)s::text[])[1 + floor(random() * %(ncat)s)::int] END,
     NULL, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb,
-    %(day)s::timestamptz + (random() * interval '86399 seconds')
+    %(day)s::timestamptz + (random() * interval '86399 seconds'), 'responses', false
 FROM (SELECT g, 'demo/model-' || lpad(floor(power(random(), 3) * %(k)s)::int::text, 4, '0') AS slug
       FROM generate_series(1, %(n)s) AS g) AS m
 """
