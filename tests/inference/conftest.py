@@ -84,11 +84,13 @@ def http(gateway_server, org, echo_catalog):
 
 
 def wait_idle(timeout: float = 10.0) -> None:
-    """Wait until the gateway finished every request, accounting included (it runs after the answer)."""
+    """Wait until the gateway finished every request, accounting and the after-response work (metrics, the
+    audit record of a refusal) included: both run after the answer went out."""
     from inference.consumers import responses_consumer
+    from operations.measure import active
 
     deadline = time.monotonic() + timeout
-    while responses_consumer.active and time.monotonic() < deadline:
+    while (responses_consumer.active or active.count) and time.monotonic() < deadline:
         time.sleep(0.005)
 
 
