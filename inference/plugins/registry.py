@@ -42,10 +42,11 @@ class Plugin:
     max_fee: Callable[[Any, dict[str, Any]], Decimal] = lambda ctx, plugin: Decimal(0)  # held before it runs
     # (ctx, plugin object, field) before the first turn: 400 naming `field` when it cannot run (no engine, ...)
     ready: Callable[[Any, dict[str, Any], str], None] = lambda ctx, plugin, field: None
+    chooses_model: bool = False  # a router: it runs in routing (inference/routers), not in the server-tool loop
 
 
 REGISTRY: dict[str, Plugin] = {}
-IMPLEMENTATIONS: tuple[str, ...] = ("inference.plugins.web", "inference.plugins.web_fetch")
+IMPLEMENTATIONS: tuple[str, ...] = ("inference.plugins.web", "inference.plugins.web_fetch", "inference.plugins.routers")
 _loaded = False
 
 
