@@ -105,7 +105,8 @@ SORT = {
 }
 PROVIDER = _obj(
     {
-        **{key: STRINGS for key in ("order", "only", "ignore", "quantizations")},
+        **{key: STRINGS for key in ("order", "only", "ignore")},
+        "quantizations": {**STRINGS, "maxItems": 0, "description": "Not supported (no quantization data): 400"},
         **{key: {"type": "boolean", "nullable": True} for key in ("allow_fallbacks", "require_parameters", "zdr")},
         "data_collection": _enum(provider_rules.DATA_COLLECTION),
         "sort": SORT,
@@ -114,8 +115,8 @@ PROVIDER = _obj(
             "additionalProperties": False,
             "properties": {k: {"type": "number", "minimum": 0} for k in ("prompt", "completion", "request", "image")},
         },
-        "preferred_min_throughput": _number(0),
-        "preferred_max_latency": _number(0),
+        "preferred_min_throughput": {**_number(0), "description": "Not supported (no throughput data): 400"},
+        "preferred_max_latency": {**_number(0), "description": "Not supported (no latency data): 400"},
     }
 )
 PROVIDER["additionalProperties"] = False
@@ -220,7 +221,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "stop_server_tools_when": {"type": "array", "minItems": 1, "items": STOP_CONDITION},
     "store": {"type": "boolean", "enum": [False], "description": "Only false: the API stores no responses"},
     "stream": {"type": "boolean", "description": "true answers text/event-stream"},
-    "stream_options": _obj(),
+    "stream_options": {
+        **_obj({"include_usage": {"type": "boolean"}, "include_obfuscation": {"type": "boolean", "enum": [False]}}),
+        "additionalProperties": False,
+        "description": "The stream always ends with the usage; it is never padded (include_obfuscation: true → 400).",
+    },
     "temperature": _number(0, 2),
     "text": _obj({"format": TEXT_FORMAT, "verbosity": _enum(parts.VERBOSITIES)}),
     "tool_choice": {

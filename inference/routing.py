@@ -166,6 +166,9 @@ def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tup
     if "completion" in max_price:
         limit = Decimal(str(max_price["completion"]))
         filters.append(("above provider.max_price.completion", lambda c: c.completion_price * MILLION <= limit))
+    if "request" in max_price:  # USD per request (the endpoint's fixed fee), not per million tokens
+        fee = Decimal(str(max_price["request"]))
+        filters.append(("above provider.max_price.request", lambda c: c.request_price <= fee))
     return filters
 
 

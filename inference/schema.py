@@ -139,6 +139,19 @@ def _object(name: str, value: Any) -> None:
         raise validation_error(name, "must be an object")
 
 
+def _stream_options(name: str, value: Any) -> None:
+    """The Responses stream always ends with the usage (`include_usage` true or false asks nothing else) and is
+    never padded (`include_obfuscation: true` is refused); any other member is unknown."""
+    _object(name, value)
+    for key, item in (value or {}).items():
+        if key not in ("include_usage", "include_obfuscation"):
+            raise validation_error(f"{name}.{key}", "unknown parameter")
+        if not isinstance(item, bool):
+            raise validation_error(f"{name}.{key}", "must be a boolean")
+        if key == "include_obfuscation" and item:
+            raise validation_error(f"{name}.{key}", "is not supported: stream events are never padded")
+
+
 def _model(name: str, value: Any) -> None:
     if not isinstance(value, str) or not value.strip():
         raise validation_error(name, "must be a non-empty string")
@@ -235,7 +248,7 @@ CHECKERS: dict[str, Checker] = {
     "stop_server_tools_when": parts.check_stop_conditions,
     "store": _store,
     "stream": _strict_bool,
-    "stream_options": _object,
+    "stream_options": _stream_options,
     "temperature": lambda n, v: _number(n, v, 0, 2),
     "text": parts.check_text,
     "tool_choice": parts.check_tool_choice,

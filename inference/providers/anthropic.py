@@ -32,6 +32,7 @@ from inference.providers.canonical import (
     input_items,
     item_type,
     output_to_text,
+    refuse_unforwarded,
     unsupported,
 )
 from inference.providers.http import HttpAdapter
@@ -204,6 +205,9 @@ def build_body(
     for key in ("seed", "logit_bias"):
         if body.get(key) is not None:
             raise unsupported(key)
+    refuse_unforwarded(
+        body, ("prompt", "truncation", "include", "top_logprobs", "frequency_penalty", "presence_penalty")
+    )
     system, messages = build_messages(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": messages}
     if any("cache_control" in block for block in system):

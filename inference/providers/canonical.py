@@ -85,6 +85,23 @@ def unsupported(what: str) -> ProviderError:
     return ProviderError(ProviderErrorKind.BAD_REQUEST, f"{what} is not supported by this provider's API format")
 
 
+# Members no provider format takes from the gateway yet: image output and its options, explicit prompt caching.
+NEVER_FORWARDED = ("image_config", "prompt_cache_options")
+
+
+PASSES = {"modalities": ["text"], "truncation": "disabled"}  # values that ask for what every format does anyway
+
+
+def refuse_unforwarded(body: dict[str, Any], fields: tuple[str, ...]) -> None:
+    """A 400 (the provider error `unsupported`) for the first of `fields` the request sets that this format does
+    not carry, so nothing is accepted and dropped; values asking for what every format does anyway pass."""
+    for key in (*fields, *NEVER_FORWARDED, "modalities"):
+        value = body.get(key)
+        if value is None or value in ([], {}) or PASSES.get(key) == value:
+            continue
+        raise unsupported("modalities (image output)" if key == "modalities" else key)
+
+
 # --- building the result ------------------------------------------------------------------------------------
 
 

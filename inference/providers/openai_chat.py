@@ -26,6 +26,7 @@ from inference.providers.canonical import (
     is_text_only,
     item_type,
     output_to_text,
+    refuse_unforwarded,
     text_of,
     unsupported,
 )
@@ -175,6 +176,7 @@ def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> Non
 
 def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, openai: bool = False) -> dict[str, Any]:
     """The Chat Completions body of a gateway Responses request (pure). `openai`: api.openai.com dialect."""
+    refuse_unforwarded(body, ("prompt", "truncation", "include", *(("top_k",) if openai else ())))
     out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
     _add_tools(out, body)
     _add_options(out, body, openai)

@@ -24,7 +24,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_count, is_gateway_tool, unsupported
+from inference.providers.canonical import as_count, is_gateway_tool, refuse_unforwarded, unsupported
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
@@ -96,6 +96,7 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
     for key in UNSUPPORTED_FIELDS:
         if body.get(key) is not None:
             raise unsupported(key)
+    refuse_unforwarded(body, ("frequency_penalty", "presence_penalty", "top_k"))
     out: dict[str, Any] = {"model": upstream_model}
     for key, value in body.items():
         if key in FORWARDED_FIELDS and value is not None:

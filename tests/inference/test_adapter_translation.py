@@ -93,10 +93,14 @@ def test_chat_options_format_reasoning_and_max_tokens():
     assert (vendor["max_tokens"], vendor["logprobs"], vendor["top_logprobs"]) == (100, True, 2)
     assert (vendor["presence_penalty"], vendor["top_k"], vendor["user"]) == (0.1, 5, "hashed")
     assert vendor["stream_options"] == {"include_usage": True}
+    # api.openai.com has no top_k: refused (a 400 naming it), not dropped
+    with pytest.raises(ProviderError, match="top_k is not supported"):
+        openai_chat.build_body(request, "m", False, openai=True)
+    request.pop("top_k")
     openai = openai_chat.build_body(request | {"text": {"format": {"type": "json_object"}}}, "m", False, openai=True)
     assert openai["max_completion_tokens"] == 100 and "max_tokens" not in openai
     assert openai["response_format"] == {"type": "json_object"}
-    assert openai["safety_identifier"] == "hashed" and "top_k" not in openai and "stream" not in openai
+    assert openai["safety_identifier"] == "hashed" and "stream" not in openai
 
 
 def test_chat_refuses_what_it_cannot_translate():
@@ -328,9 +332,11 @@ def test_responses_pass_through_removes_gateway_fields():
         "metadata": {"k": "v"},
         "store": True,
         "temperature": None,
-        "top_k": 3,
         "text": {"format": {"type": "json_schema", "name": "r", "schema": {}}},
     }
+    # The Responses API has no top_k: refused (a 400 naming it), not dropped
+    with pytest.raises(ProviderError, match="top_k is not supported"):
+        openai_responses.build_body(request | {"top_k": 3}, "gpt-4o", True)
     body = openai_responses.build_body(request, "gpt-4o", True)
     assert body == {
         "model": "gpt-4o",

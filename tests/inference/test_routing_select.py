@@ -135,6 +135,18 @@ def test_max_price_per_million_tokens():
     ]
 
 
+def test_max_price_per_request_compares_the_fixed_fee():
+    snapshot = {
+        "a/one": [
+            cand("a/one", "fee", "0.000001", "0.000001", request_price=Decimal("0.02")),
+            cand("a/one", "nofee", "0.000002", "0.000002"),
+        ]
+    }
+    chosen = select_candidates(ctx(model="a/one", provider={"max_price": {"request": 0.01}}), snapshot)
+    assert [c.provider_slug for c in chosen] == ["nofee"]
+    assert [c.provider_slug for c in select_candidates(ctx(model="a/one"), snapshot)] == ["fee", "nofee"]
+
+
 def test_sort_partition_none_and_route_alias():
     cross = [("b/two", "cheap"), ("a/one", "cheap"), ("a/one", "mid"), ("b/two", "mid"), ("a/one", "dear")]
     assert picked(model="a/one", models=["b/two"], provider={"sort": {"by": "price", "partition": "none"}}) == cross

@@ -118,3 +118,30 @@ def test_plugins_and_server_tools_together(agent, agent_catalog, searxng, fake_w
     assert response.status_code == 200
     assert searxng.searches() == ["What is the weather in Paris today?", "more"]
     assert len(agent_catalog.requests) == 2
+
+
+def test_web_plugin_engine_chooses_the_configured_engine(agent, agent_catalog, searxng, settings):
+    settings.GATEWAY_BRAVE_SEARCH_API_KEY = searxng.brave_key
+    settings.GATEWAY_BRAVE_SEARCH_URL = f"{searxng.url}/res/v1/web/search"
+    agent_catalog.script = [text("Sunny.")]
+    response = post(agent, [{"id": "web", "engine": "brave", "max_results": 1}])
+    assert response.status_code == 200, response.text
+    path, query, headers = searxng.requests[-1]
+    assert path == "/res/v1/web/search" and query["count"] == "1"
+    stage = next(s for s in response.json()["service_metadata"]["pipeline"] if s["name"] == "web")
+    assert stage["data"]["engine"] == "brave"
+
+
+def test_web_fetch_plugin_max_urls_fetches_the_first_links_only(agent, agent_catalog, fake_web, settings):
+    settings.GATEWAY_WEB_FETCH_ALLOWLIST = ["127.0.0.1"]
+    fake_web.pages["paris"] = page(ARTICLE)
+    fake_web.pages["rome"] = page(ARTICLE.replace("Paris", "Rome"))
+    first, second = f"{fake_web.url}/pages/paris", f"{fake_web.url}/pages/rome"
+    agent_catalog.script = [text("Both.")]
+    body = [{"role": "user", "content": f"Compare {first} and {second}."}]
+    response = post(agent, [{"id": "web-fetch", "max_urls": 1}], input=body)
+    assert response.status_code == 200, response.text
+    system = agent_catalog.requests[0].body["input"][0]["content"]
+    assert "Title: Paris in spring" in system and "Rome" not in system
+    stage = next(s for s in response.json()["service_metadata"]["pipeline"] if s["name"] == "web-fetch")
+    assert [p["url"] for p in stage["data"]["pages"]] == [first]
