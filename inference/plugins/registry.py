@@ -55,6 +55,7 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web",
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
+    "inference.plugins.file_parser",
 )
 _loaded = False
 
