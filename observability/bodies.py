@@ -2,8 +2,8 @@
 
 Truncation policy, applied when the record's JSON is larger than GATEWAY_OBSERVABILITY_MAX_BODY_BYTES:
 1. the longest strings of the request and answer (`instructions`, `input`, `output_text`, `output`, at any
-   depth) are cut to one common length, chosen so that the record fits; each cut string ends with
-   `…[truncated N characters]`;
+   depth) are cut to one common size in UTF-8 bytes, chosen so that the record fits; each cut string ends
+   with `…[truncated N characters]`;
 2. if that is not enough (very many short strings), those four members become null;
 3. if the record still does not fit (its `metadata`), `metadata` becomes null too.
 A cut record carries `truncated: {"original_bytes": N, "limit_bytes": cap}`; an uncut one `truncated: null`.
@@ -33,8 +33,9 @@ def dumps(record: dict) -> bytes:
 
 
 def _lengths(value: Any, into: list[int]) -> None:
+    """UTF-8 sizes of the strings in `value`."""
     if isinstance(value, str):
-        into.append(len(value))
+        into.append(len(value.encode()))
     elif isinstance(value, dict):
         for item in value.values():
             _lengths(item, into)
@@ -44,8 +45,15 @@ def _lengths(value: Any, into: list[int]) -> None:
 
 
 def _cut(value: Any, cap: int) -> Any:
+    """`value` with every string longer than `cap` UTF-8 bytes cut to at most that, and marked."""
     if isinstance(value, str):
-        return value if len(value) <= cap else value[:cap] + MARKER.format(len(value) - cap)
+        if len(value) * 4 <= cap:
+            return value
+        encoded = value.encode()
+        if len(encoded) <= cap:
+            return value
+        kept = encoded[:cap].decode(errors="ignore")
+        return kept + MARKER.format(len(value) - len(kept))
     if isinstance(value, dict):
         return {key: _cut(item, cap) for key, item in value.items()}
     if isinstance(value, list):
@@ -54,8 +62,8 @@ def _cut(value: Any, cap: int) -> Any:
 
 
 def _common_length(lengths: list[int], remove: int) -> int:
-    """The largest length L such that cutting every string longer than L to L (plus its marker) removes at
-    least `remove` characters; 0 when even that is not enough."""
+    """The largest size L such that cutting every string longer than L bytes to L (plus its marker) removes at
+    least `remove` bytes; 0 when even that is not enough."""
     ordered = sorted(lengths, reverse=True)
     total = 0
     for count, length in enumerate(ordered, start=1):
@@ -77,7 +85,7 @@ def fit(record: dict, limit: int) -> tuple[bytes, bool]:
     for name in IO_FIELDS:
         _lengths(record.get(name), lengths)
     remove = len(data) - limit
-    for _ in range(3):  # characters are not bytes (escapes, UTF-8): adjust by the measured overshoot
+    for _ in range(3):  # JSON escapes make the encoded size larger: adjust by the measured overshoot
         cap = _common_length(lengths, remove + 64)
         candidate = {**marked, **{name: _cut(record[name], cap) for name in IO_FIELDS if name in record}}
         cut = dumps(candidate)

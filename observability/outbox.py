@@ -95,7 +95,7 @@ def outbox_record(*, generation, ctx) -> int:
         rows = _matching_rows(routes, generation, ctx)
         if rows:
             record = base_trace(generation, ctx)
-            if not any(include_io or route.reads_io for route, include_io in rows):
+            if not any((include_io and not route.privacy_mode) or route.reads_io for route, include_io in rows):
                 for name in IO_FIELDS:  # no destination receives or filters on them: never stored
                     record.pop(name, None)
             body = seal(record, max_body_bytes())
