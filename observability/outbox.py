@@ -150,3 +150,21 @@ def bodies_purge(*, older_than) -> int:
 
 def body_retention() -> timedelta:
     return timedelta(days=setting("GATEWAY_OBSERVABILITY_BODY_RETENTION_DAYS"))
+
+
+def trace_bodies_reencrypt() -> tuple[int, int]:
+    """Re-encrypt every stored trace under the first encryption key (key rotation): (re-encrypted, unreadable).
+
+    An unreadable one stays as it is; its deliveries go dead when attempted."""
+    from gateway_project.encryption import DecryptionFailed, rotate_secret
+
+    rotated = failed = 0
+    for body in TraceBody.objects.only("generation_id", "data").iterator():
+        try:
+            token = rotate_secret(body.data)
+        except DecryptionFailed:
+            failed += 1
+            continue
+        TraceBody.objects.filter(pk=body.pk).update(data=token)
+        rotated += 1
+    return rotated, failed

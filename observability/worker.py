@@ -104,12 +104,15 @@ def claim(limit: int, lease: timedelta) -> list[OutboxEntry]:
     if connection.features.has_select_for_update_skip_locked:
         with transaction.atomic():
             ids = list(due.select_for_update(skip_locked=True).values_list("id", flat=True)[:limit])
-            OutboxEntry.objects.filter(id__in=ids).update(claim_token=token, next_attempt_at=now + lease)
+            claimed = OutboxEntry.objects.filter(id__in=ids).update(claim_token=token, next_attempt_at=now + lease)
     else:
+        claimed = 0
         for row_id, due_at in list(due.values_list("id", "next_attempt_at")[:limit]):
-            OutboxEntry.objects.filter(id=row_id, status=DeliveryStatus.PENDING, next_attempt_at=due_at).update(
-                claim_token=token, next_attempt_at=now + lease
-            )
+            claimed += OutboxEntry.objects.filter(
+                id=row_id, status=DeliveryStatus.PENDING, next_attempt_at=due_at
+            ).update(claim_token=token, next_attempt_at=now + lease)
+    if not claimed:  # an idle poll: no second query
+        return []
     return list(OutboxEntry.objects.filter(claim_token=token).select_related("destination"))
 
 

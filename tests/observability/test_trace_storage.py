@@ -251,3 +251,24 @@ def test_rows_queued_with_a_payload_by_an_earlier_version_are_delivered_as_they_
 def test_no_destination_no_stored_trace(org):
     record_generation(org, ctx=make_ctx(org))
     assert TraceBody.objects.count() == 0 and OutboxEntry.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_key_rotation_reencrypts_stored_traces(api, org, receiver, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [old]
+    webhook(api, receiver)
+    record_generation(org, body={"model": "m", "input": PROMPT})
+    before = TraceBody.objects.get().data
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [new, old]
+    out = StringIO()
+    call_command("rotate_byok_encryption", stdout=out)
+    assert "Re-encrypted 1 stored observability trace(s)" in out.getvalue()
+    settings.GATEWAY_BYOK_ENCRYPTION_KEYS = [new]  # the old key can go now
+    assert TraceBody.objects.get().data != before
+    make_worker().drain()
+    assert OutboxEntry.objects.get().status == "delivered" and receiver.requests[0].json()["trace"]["input"] == PROMPT
