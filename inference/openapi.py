@@ -14,6 +14,7 @@ from typing import Any
 from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
+from inference.plugins.file_parser import ENGINES as FILE_ENGINES
 
 PATH = "/api/v1/responses"
 RESPONSES_PATH_SCHEMA_REF = "#/components/schemas/ResponsesRequest"
@@ -183,8 +184,9 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "plugins": {
         "type": "array",
         "description": (
-            "Implemented: `web` (max_results, search_prompt, engine) and `web-fetch` (max_urls, max_chars); any "
-            "other kind is refused with 400 naming it (docs/plugins.md)."
+            "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
+            "`file-parser` (pdf.engine, pdf.max_pages), `response-healing`, the routers (auto-router, "
+            "auto-beta-router, pareto-router); any other kind is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
             "type": "object",
@@ -197,6 +199,13 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                 "engine": {"type": "string", "enum": ["searxng", "brave"]},
                 "max_urls": {"type": "integer", "minimum": 1, "maximum": 5},
                 "max_chars": {"type": "integer", "minimum": 100},
+                "pdf": _obj(
+                    {
+                        "engine": {"type": "string", "enum": list(FILE_ENGINES)},
+                        "max_pages": {"type": "integer", "minimum": 1},
+                    },
+                    nullable=False,
+                ),
             },
         },
     },

@@ -17,6 +17,7 @@ ROUTING = "tests/inference/test_routing_select.py"
 LOOP = "tests/servertools/test_loop.py"
 PLUGINS = "tests/servertools/test_plugins.py"
 AUTO = "tests/routers/test_auto_router.py"
+FILES = "tests/servertools/test_file_parser.py"
 STOP = f"{LOOP}::test_stop_condition_fires_exactly_when_it_should"
 STREAM_OPTIONS = "tests/inference/test_field_effects.py::test_stream_options_the_stream_always_ends_with_the_usage"
 INPUT = [f"{FE}[input]", f"{FE}[input-anthropic]"]
@@ -78,8 +79,14 @@ FIELDS: dict[str, list[str]] = {
     "plugins[id=context-compression]": [
         "tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[context-compression]"
     ],
-    "plugins[id=file-parser]": [
-        "tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[file-parser]"
+    "plugins[id=file-parser]": [f"{FILES}::test_pdf_becomes_text_for_a_model_that_cannot_read_files"],
+    "plugins[].pdf": [f"{FILES}::test_engine_pdf_text_parses_even_for_a_model_that_reads_files_and_page_limit"],
+    "plugins[].pdf.engine": [
+        f"{FILES}::test_engine_pdf_text_parses_even_for_a_model_that_reads_files_and_page_limit",
+        f"{FILES}::test_text_file_and_native_engine_skips_models_that_cannot_read",
+    ],
+    "plugins[].pdf.max_pages": [
+        f"{FILES}::test_engine_pdf_text_parses_even_for_a_model_that_reads_files_and_page_limit"
     ],
     "plugins[id=fusion]": ["tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[fusion]"],
     "plugins[id=moderation]": [
