@@ -323,7 +323,7 @@ GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4
 GATEWAY_RANKINGS_SAMPLE_RATE = env.float("GATEWAY_RANKINGS_SAMPLE_RATE", default=0.1)
 
 # Server tools and plugins (docs/server-tools.md, docs/plugins.md). Web search engines: an engine is configured
-# when its URL (SearXNG) or API key (Brave) is set. GATEWAY_WEB_SEARCH_ENGINE names the default engine (empty:
+# when its URL (SearXNG) or API key (Brave, Tavily) is set. GATEWAY_WEB_SEARCH_ENGINE names the default engine (empty:
 # the only configured one); GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES maps workspace ids to an engine (or `none`).
 GATEWAY_WEB_SEARCH_ENGINE = env.str("GATEWAY_WEB_SEARCH_ENGINE", default="")
 GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = env.dict("GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES", default={})
@@ -334,6 +334,9 @@ GATEWAY_SEARXNG_PRICE_PER_QUERY = env.str("GATEWAY_SEARXNG_PRICE_PER_QUERY", def
 GATEWAY_BRAVE_SEARCH_API_KEY = env.str("GATEWAY_BRAVE_SEARCH_API_KEY", default="")
 GATEWAY_BRAVE_SEARCH_URL = env.str("GATEWAY_BRAVE_SEARCH_URL", default="https://api.search.brave.com/res/v1/web/search")
 GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY = env.str("GATEWAY_BRAVE_SEARCH_PRICE_PER_QUERY", default="0")
+GATEWAY_TAVILY_API_KEY = env.str("GATEWAY_TAVILY_API_KEY", default="")
+GATEWAY_TAVILY_SEARCH_URL = env.str("GATEWAY_TAVILY_SEARCH_URL", default="https://api.tavily.com/search")
+GATEWAY_TAVILY_PRICE_PER_QUERY = env.str("GATEWAY_TAVILY_PRICE_PER_QUERY", default="0")
 # Web fetch (service:web_fetch, the web-fetch plugin): never a private, loopback or link-local address, unless
 # its host or a CIDR holding it is listed here (GATEWAY_ALLOW_PRIVATE_URLS does not apply to it).
 GATEWAY_WEB_FETCH_ALLOWLIST = env.list("GATEWAY_WEB_FETCH_ALLOWLIST", default=[])

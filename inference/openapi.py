@@ -15,6 +15,7 @@ from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
 from inference.plugins.file_parser import ENGINES as FILE_ENGINES
+from inference.search.engines import ENGINE_NAMES
 
 PATH = "/api/v1/responses"
 RESPONSES_PATH_SCHEMA_REF = "#/components/schemas/ResponsesRequest"
@@ -196,7 +197,7 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                 **AUTO_ROUTER_PROPS,
                 "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
                 "search_prompt": {"type": "string", "maxLength": 4000},
-                "engine": {"type": "string", "enum": ["searxng", "brave"]},
+                "engine": {"type": "string", "enum": list(ENGINE_NAMES)},
                 "max_urls": {"type": "integer", "minimum": 1, "maximum": 5},
                 "max_chars": {"type": "integer", "minimum": 100},
                 "pdf": _obj(

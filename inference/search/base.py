@@ -1,6 +1,7 @@
 """The search-engine interface: one `search(query, max_results)` call, answered with plain results.
 
-An adapter speaks one engine's HTTP API (inference.search.searxng, inference.search.brave). Engines are
+An adapter speaks one engine's HTTP API (inference.search.searxng, inference.search.brave,
+inference.search.tavily). Engines are
 configured in settings and chosen per workspace or by default (inference.search.engines).
 """
 
@@ -43,7 +44,7 @@ class SearchError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    name: str  # searxng | brave
+    name: str  # searxng | brave | tavily
     url: str
     api_key: str = ""
     price_per_query: Decimal = Decimal(0)  # USD added to the request's cost per query
@@ -51,7 +52,10 @@ class EngineConfig:
 
 
 class SearchEngine:
-    """Base of the adapters: `search` sends `request()` and parses the JSON with `parse()`."""
+    """Base of the adapters: `search` sends `request()` (a GET, or a POST of `json_body()` when `method` is
+    POST) and parses the JSON with `parse()`."""
+
+    method = "GET"
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
@@ -64,6 +68,10 @@ class SearchEngine:
         """(url, query parameters, headers) of the engine's search call."""
         raise NotImplementedError
 
+    def json_body(self, query: str, max_results: int) -> dict[str, object] | None:
+        """The JSON body of a POST search call (engines whose `method` is POST)."""
+        return None
+
     def parse(self, data: object) -> list[SearchResult]:
         raise NotImplementedError
 
@@ -71,7 +79,9 @@ class SearchEngine:
         url, params, headers = self.request(query, max_results)
         timeout = aiohttp.ClientTimeout(total=self.config.timeout)
         try:
-            async with get_session().get(url, params=params, headers=headers, timeout=timeout) as response:
+            body = self.json_body(query, max_results)
+            call = get_session().request(self.method, url, params=params, headers=headers, json=body, timeout=timeout)
+            async with call as response:
                 body = await _read(response, MAX_ANSWER_BYTES)
                 if response.status != 200:
                     raise SearchError(f"{self.name} answered HTTP {response.status}")

@@ -1,6 +1,7 @@
 """Which search engine serves a request: configured in settings, chosen per workspace or by default.
 
-Engines: `searxng` (configured when GATEWAY_SEARXNG_URL is set) and `brave` (GATEWAY_BRAVE_SEARCH_API_KEY).
+Engines: `searxng` (configured when GATEWAY_SEARXNG_URL is set), `brave` (GATEWAY_BRAVE_SEARCH_API_KEY) and
+`tavily` (GATEWAY_TAVILY_API_KEY).
 Choice, first that applies: the request's `engine` (must be configured), the workspace's entry in
 GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES (`none` switches search off for it), GATEWAY_WEB_SEARCH_ENGINE, the only
 configured engine. No engine → 400 naming the tool or plugin that needs one.
@@ -17,8 +18,9 @@ from gateway_project.api.errors import GatewayError, validation_error
 from inference.search.base import EngineConfig, SearchEngine
 from inference.search.brave import BraveEngine
 from inference.search.searxng import SearxngEngine
+from inference.search.tavily import TavilyEngine
 
-ENGINE_NAMES = ("searxng", "brave")
+ENGINE_NAMES = ("searxng", "brave", "tavily")
 
 
 def _price(value: str) -> Decimal:
@@ -49,6 +51,15 @@ def configured_engines() -> dict[str, SearchEngine]:
             timeout=timeout,
         )
         engines["brave"] = BraveEngine(config)
+    if settings.GATEWAY_TAVILY_API_KEY:
+        config = EngineConfig(
+            name="tavily",
+            url=settings.GATEWAY_TAVILY_SEARCH_URL,
+            api_key=settings.GATEWAY_TAVILY_API_KEY,
+            price_per_query=_price(settings.GATEWAY_TAVILY_PRICE_PER_QUERY),
+            timeout=timeout,
+        )
+        engines["tavily"] = TavilyEngine(config)
     return engines
 
 

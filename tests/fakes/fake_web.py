@@ -6,6 +6,10 @@ It speaks the real protocols of the search engines the gateway supports, and ser
                                           `format` other than json → 403, as SearXNG does when JSON is off
 - `GET /res/v1/web/search?q=...&count=N`  Brave Search API (`{"web": {"results": [{title, url, description}]}}`);
                                           needs `X-Subscription-Token: fake.brave_key` (else 401)
+- `POST /tavily/search` {query, max_results, ...}  Tavily's search API (`{"query", "results": [{title, url,
+                                          content, score, published_date}], "response_time"}`); needs
+                                          `Authorization: Bearer fake.tavily_key` (else 401); the JSON body
+                                          is recorded as the query dict
 - `GET /pages/<name>`                     `fake.pages[name]` = (status, content type, body bytes)
 - `GET /redirect?to=<url>`                302 to `to`
 - `GET /slow`                             waits `fake.slow_seconds` before answering
@@ -34,6 +38,7 @@ DEFAULT_RESULTS = [
 class FakeWeb:
     results: list[dict[str, str]] = field(default_factory=lambda: [dict(r) for r in DEFAULT_RESULTS])
     brave_key: str = "brave-test-key"
+    tavily_key: str = "tvly-test-key"
     pages: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)
     slow_seconds: float = 5.0
 
@@ -67,12 +72,13 @@ class FakeWeb:
     def reset(self) -> None:
         defaults = FakeWeb()
         self.requests.clear()
-        self.results, self.brave_key = defaults.results, defaults.brave_key
+        self.results, self.brave_key, self.tavily_key = defaults.results, defaults.brave_key, defaults.tavily_key
         self.pages, self.slow_seconds = defaults.pages, defaults.slow_seconds
 
     def searches(self) -> list[str]:
         """The queries the engines received, in order."""
-        return [query.get("q", "") for path, query, _ in self.requests if path in ("/search", "/res/v1/web/search")]
+        searches = {"/search": "q", "/res/v1/web/search": "q", "/tavily/search": "query"}
+        return [str(query.get(searches[path], "")) for path, query, _ in self.requests if path in searches]
 
     def _serve(self, started: threading.Event) -> None:
         self._loop = asyncio.new_event_loop()
@@ -82,6 +88,7 @@ class FakeWeb:
             [
                 web.get("/search", self._searxng),
                 web.get("/res/v1/web/search", self._brave),
+                web.post("/tavily/search", self._tavily),
                 web.get("/pages/{name}", self._page),
                 web.get("/redirect", self._redirect),
                 web.get("/slow", self._slow),
@@ -120,6 +127,19 @@ class FakeWeb:
         return web.json_response(
             {"type": "search", "query": {"original": request.query.get("q")}, "web": {"results": results}}
         )
+
+    async def _tavily(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.requests.append((request.path, body, headers))
+        if request.headers.get("Authorization") != f"Bearer {self.tavily_key}":
+            return web.json_response({"detail": {"error": "Unauthorized: missing or invalid API key."}}, status=401)
+        results = [
+            {"title": r["title"], "url": r["url"], "content": r["snippet"], "score": 0.9 - i / 10, "raw_content": None}
+            | ({"published_date": r["published"]} if r.get("published") else {})
+            for i, r in enumerate(self.results[: int(body.get("max_results", 5))])
+        ]
+        return web.json_response({"query": body.get("query"), "results": results, "response_time": 0.01})
 
     async def _page(self, request: web.Request) -> web.Response:
         self._record(request)

@@ -31,6 +31,7 @@ def agent_catalog(transactional_db, fake_upstream, monkeypatch):
 def searxng(settings, fake_web):
     settings.GATEWAY_SEARXNG_URL = fake_web.url
     settings.GATEWAY_BRAVE_SEARCH_API_KEY = ""
+    settings.GATEWAY_TAVILY_API_KEY = ""
     settings.GATEWAY_WEB_SEARCH_ENGINE = ""
     settings.GATEWAY_WEB_SEARCH_WORKSPACE_ENGINES = {}
     return fake_web
