@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -44,7 +43,7 @@ def request_key(body: dict[str, Any]) -> str:
 class Entry:
     """A cached answer as read back from a store."""
 
-    endpoint_id: uuid.UUID
+    endpoint_id: str  # the catalog Endpoint's uuid, as text
     model: str
     created: float  # epoch seconds
     expires: float
@@ -97,7 +96,7 @@ def decode(raw: bytes | str) -> Entry | None:
         if data.get("v") != VERSION:
             return None
         return Entry(
-            endpoint_id=uuid.UUID(data["endpoint_id"]),
+            endpoint_id=str(data["endpoint_id"]),
             model=data["model"],
             created=float(data["created"]),
             expires=float(data["expires"]),

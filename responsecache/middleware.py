@@ -83,7 +83,7 @@ async def _allowed_candidate(ctx: Context, entry: Entry) -> Candidate | None:
     from inference.routing import resolve_candidates
 
     for candidate in await resolve_candidates(ctx):
-        if candidate.endpoint_id == entry.endpoint_id:
+        if str(candidate.endpoint_id) == entry.endpoint_id:
             return candidate
     return None
 
