@@ -44,10 +44,17 @@ def cache_ttl(ctx: Context) -> int | None:
 
 def uncacheable_reason(ctx: Context) -> str | None:
     """Why this request's answer cannot come from the cache (None: it can)."""
-    from inference.servertools.plan import needs_plan
+    from inference.servertools.registry import is_server_tool
 
-    if (ctx.body.get("debug") or {}).get("echo_upstream_body"):
+    body = ctx.body
+    if (body.get("debug") or {}).get("echo_upstream_body"):
         return "debug.echo_upstream_body shows the upstream request, which a cached answer does not make"
-    if needs_plan(ctx):
-        return "plugins and server tools run live (their results change over time)"
+    live = "plugins and server tools run live (their results change over time)"
+    if body.get("plugins"):
+        return live
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(is_server_tool(tool) for tool in tools):
+        return live
+    if isinstance(body.get("input"), list) and b"service:" in ctx.raw_body:  # server-tool items in the input
+        return live
     return None

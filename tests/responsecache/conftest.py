@@ -12,6 +12,7 @@ from tests.inference.conftest import add_endpoint, wait_idle
 KEY = "sk-platform-cache-0123456789"
 MODEL = "fake/cache-model"
 OTHER_MODEL = "fake/cache-other"
+TOOL_MODEL = "fake/tool-call"  # the fake upstream answers this model with a function call
 
 
 @pytest.fixture(autouse=True)
@@ -26,12 +27,12 @@ def _redis_health():
 
 @pytest.fixture
 def upstream(gateway_server, org, fake_upstream, transactional_db, monkeypatch):
-    """The fake upstream, with MODEL and OTHER_MODEL served by an OpenAI-chat provider on it."""
+    """The fake upstream, with MODEL, OTHER_MODEL and TOOL_MODEL served by an OpenAI-chat provider on it."""
     from inference.routing import clear_caches
 
     clear_caches()
     monkeypatch.setenv("FAKE_PROVIDER_KEY", KEY)
-    for slug in (MODEL, OTHER_MODEL):
+    for slug in (MODEL, OTHER_MODEL, TOOL_MODEL):
         add_endpoint(
             slug,
             "fake-chat",

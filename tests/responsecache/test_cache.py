@@ -15,7 +15,7 @@ from django.core.management import call_command
 from responsecache.models import ResponseCacheEntry
 from tests.conftest import free_port
 from tests.inference.conftest import generations, wait_idle
-from tests.responsecache.conftest import MODEL, OTHER_MODEL
+from tests.responsecache.conftest import MODEL, OTHER_MODEL, TOOL_MODEL
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TEXT = "Hello from the fake upstream."
@@ -308,10 +308,46 @@ def test_wrong_headers_are_400_naming_them(oai, upstream, headers, field):
     assert upstream.requests == []
 
 
-def test_an_uncacheable_request_with_the_header_is_400(oai, upstream):
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"debug": {"echo_upstream_body": True}},
+        {"plugins": [{"id": "web"}]},
+        {"tools": [{"type": "service:web_search"}]},
+    ],
+)
+def test_an_uncacheable_request_with_the_header_is_400(oai, upstream, extra):
     with pytest.raises(openai.BadRequestError) as refused:
-        ask(oai, extra_body={"debug": {"echo_upstream_body": True}})
-    assert refused.value.response.json()["error"]["metadata"]["field"] == "X-Service-Cache"
+        ask(oai, extra_body=extra)
+    error = refused.value.response.json()["error"]
+    assert error["metadata"]["field"] == "X-Service-Cache" and "cannot be cached" in error["message"]
+    assert upstream.requests == []
+
+
+def test_function_tool_calls_are_cached_and_replayed(oai, upstream):
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+    body = {"model": TOOL_MODEL, "messages": [{"role": "user", "content": "Weather?"}], "tools": tools}
+    raw = oai.chat.completions.with_raw_response.create(**body, extra_headers=ON)
+    wait_idle()
+    call = raw.parse().choices[0].message.tool_calls[0]
+    assert cache_header(raw) == "MISS" and call.function.name == "get_weather"
+    raw = oai.chat.completions.with_raw_response.create(**body, stream=True, extra_headers=ON)
+    chunks = list(raw.parse())
+    wait_idle()
+    assert cache_header(raw) == "HIT"
+    calls = [c.choices[0].delta.tool_calls for c in chunks if c.choices and c.choices[0].delta.tool_calls]
+    assert calls[0][0].function.name == "get_weather"
+    assert calls[0][0].function.arguments == call.function.arguments
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+    assert len(upstream.requests) == 1
 
 
 def test_auth_comes_first(gateway_server, upstream):
