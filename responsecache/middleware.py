@@ -74,6 +74,7 @@ class ResponseCacheMiddleware:
 
 
 def _stage(ctx: Context, result: str, summary: str) -> None:
+    ctx.extras["responsecache.result"] = result  # the gateway_response_cache_total metric (operations/metrics.py)
     ctx.pipeline.append({"type": "cache", "name": "response-cache", "summary": summary, "data": {"result": result}})
 
 

@@ -376,3 +376,21 @@ def test_entries_live_in_redis_when_configured_else_in_the_database(oai, upstrea
         assert member.decode().endswith(f" {MODEL}") and rows == 0
     finally:
         client.close()
+
+
+def test_metrics_count_cache_results_and_leave_hit_tokens_out(oai, upstream, gateway_server):
+    from tests.operations.test_metrics import delta, recorded, scrape
+
+    recorded()
+    before = scrape(gateway_server.url)
+    _, first = ask(oai)
+    ask(oai)
+    ask(oai, headers={})  # not using the cache: not counted
+    recorded()
+    after = scrape(gateway_server.url)
+    assert delta(before, after, "gateway_response_cache_total", result="miss") == 1
+    assert delta(before, after, "gateway_response_cache_total", result="hit") == 1
+    assert delta(before, after, "gateway_requests_total", model=MODEL) == 3
+    tokens = delta(before, after, "gateway_tokens_total", model=MODEL, kind="output")
+    assert tokens == 2 * first.usage.output_tokens > 0  # the miss and the uncached request; not the hit
+    assert len(upstream.requests) == 2
