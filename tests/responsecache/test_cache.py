@@ -394,3 +394,12 @@ def test_metrics_count_cache_results_and_leave_hit_tokens_out(oai, upstream, gat
     tokens = delta(before, after, "gateway_tokens_total", model=MODEL, kind="output")
     assert tokens == 2 * first.usage.output_tokens > 0  # the miss and the uncached request; not the hit
     assert len(upstream.requests) == 2
+
+
+def test_purge_with_redis_unreachable_is_503(mgmt, settings, org):
+    settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    answer = mgmt.post("/cache/purge", json={})
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "Redis" in answer.json()["error"]["message"]
+    settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = ""
+    assert mgmt.post("/cache/purge", json={}).json() == {"data": {"purged": 0}}
