@@ -403,3 +403,33 @@ def test_purge_with_redis_unreachable_is_503(mgmt, settings, org):
     assert "Redis" in answer.json()["error"]["message"]
     settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = ""
     assert mgmt.post("/cache/purge", json={}).json() == {"data": {"purged": 0}}
+
+
+def test_an_entry_from_a_provider_a_guardrail_now_excludes_is_a_miss(oai, upstream, org):
+    from tests.inference.conftest import add_endpoint
+
+    add_endpoint(
+        MODEL,
+        "fake-chat-2",
+        api_format="openai-chat",
+        base_url=upstream.base_url,
+        api_key_env="FAKE_PROVIDER_KEY",
+        upstream_model="cache-model",
+    )
+    ask(oai)
+    (first,) = generations(1)
+    created = org.client().post(
+        "/api/v1/guardrails", {"name": "not that one", "ignored_providers": [first.provider]}, format="json"
+    )
+    assert created.status_code == 201, created.json()
+    assigned = org.client().post(
+        f"/api/v1/guardrails/{created.json()['data']['id']}/assignments/keys",
+        {"key_hashes": [org.inference_hash]},
+        format="json",
+    )
+    assert assigned.status_code == 200, assigned.json()
+    raw, answer = ask(oai)
+    assert cache_header(raw) == "MISS" and answer.output_text == TEXT
+    second = generations(2)[1]
+    assert second.provider != first.provider and not second.cache_hit
+    assert len(upstream.requests) == 2
