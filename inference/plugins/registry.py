@@ -48,6 +48,7 @@ class Plugin:
     shape_last: bool = False  # shapes after the others (context-compression measures what they produced)
     # (ctx, plugin object, loop state) after the last turn, before a JSON answer is sent (never for a stream)
     finish: Callable[[Any, dict[str, Any], Any], Awaitable[None]] | None = None
+    chooses_model: bool = False  # a router: it runs in routing (inference/routers), not in the server-tool loop
 
 
 REGISTRY: dict[str, Plugin] = {}
@@ -55,6 +56,8 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web",
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
+    "inference.plugins.file_parser",
+    "inference.plugins.routers",
 )
 _loaded = False
 
