@@ -186,7 +186,8 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "array",
         "description": (
             "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
-            "`file-parser` (pdf.engine, pdf.max_pages), `response-healing`, the routers (auto-router, "
+            "`file-parser` (pdf.engine, pdf.max_pages), `response-healing`, `context-compression` (engine "
+            "middle-out), the routers (auto-router, "
             "auto-beta-router, pareto-router); any other kind is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
@@ -197,7 +198,7 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                 **AUTO_ROUTER_PROPS,
                 "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
                 "search_prompt": {"type": "string", "maxLength": 4000},
-                "engine": {"type": "string", "enum": list(ENGINE_NAMES)},
+                "engine": {"type": "string", "enum": [*ENGINE_NAMES, "middle-out"]},
                 "max_urls": {"type": "integer", "minimum": 1, "maximum": 5},
                 "max_chars": {"type": "integer", "minimum": 100},
                 "pdf": _obj(

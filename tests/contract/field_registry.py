@@ -18,6 +18,7 @@ LOOP = "tests/servertools/test_loop.py"
 PLUGINS = "tests/servertools/test_plugins.py"
 AUTO = "tests/routers/test_auto_router.py"
 FILES = "tests/servertools/test_file_parser.py"
+COMPRESSION = "tests/servertools/test_context_compression.py"
 STOP = f"{LOOP}::test_stop_condition_fires_exactly_when_it_should"
 STREAM_OPTIONS = "tests/inference/test_field_effects.py::test_stream_options_the_stream_always_ends_with_the_usage"
 INPUT = [f"{FE}[input]", f"{FE}[input-anthropic]"]
@@ -66,7 +67,10 @@ FIELDS: dict[str, list[str]] = {
         f"{AUTO}::test_a_disabled_router_plugin_leaves_the_model_to_the_client",
         "tests/servertools/test_response_healing.py::test_switched_off_plugin_leaves_the_output_alone",
     ],
-    "plugins[].engine": [f"{PLUGINS}::test_web_plugin_engine_chooses_the_configured_engine"],
+    "plugins[].engine": [
+        f"{PLUGINS}::test_web_plugin_engine_chooses_the_configured_engine",
+        f"{COMPRESSION}::test_invalid_fields_are_400",  # context-compression: middle-out only
+    ],
     "plugins[].excluded_models": [f"{AUTO}::test_allowed_and_excluded_patterns_and_context_length"],
     "plugins[].id": [f"{PLUGINS}::test_web_plugin_adds_results_above_the_user_message"],
     "plugins[].max_chars": [f"{PLUGINS}::test_web_fetch_plugin_adds_the_linked_pages"],
@@ -76,9 +80,7 @@ FIELDS: dict[str, list[str]] = {
     "plugins[].search_prompt": [f"{PLUGINS}::test_web_plugin_custom_prompt_fee_and_stream"],
     "plugins[id=auto-beta-router]": [f"{AUTO}::test_model_slug_alone_and_the_beta_router_and_chat_completions"],
     "plugins[id=auto-router]": [f"{AUTO}::test_the_prompt_category_selects_the_quality_score"],
-    "plugins[id=context-compression]": [
-        "tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[context-compression]"
-    ],
+    "plugins[id=context-compression]": [f"{COMPRESSION}::test_middle_of_the_conversation_is_removed_until_it_fits"],
     "plugins[id=file-parser]": [f"{FILES}::test_pdf_becomes_text_for_a_model_that_cannot_read_files"],
     "plugins[].pdf": [f"{FILES}::test_engine_pdf_text_parses_even_for_a_model_that_reads_files_and_page_limit"],
     "plugins[].pdf.engine": [
