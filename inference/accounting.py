@@ -18,6 +18,7 @@ from django.db import transaction
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
+from budgets.turns import OWNED_BY_TURNS
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.pricing import bound_cost, request_tier, usage_cost
@@ -119,11 +120,17 @@ def estimate_usage(ctx: Context, streamed_text: str) -> None:
 
 
 def final_cost(ctx: Context) -> Decimal:
-    """The cost the Generation row records and the spend counters are charged (the same figure for both)."""
+    """The cost the Generation row records and the spend counters are charged (the same figure for both): never
+    more than the request's hold (a provider that bills above the worst case is charged the hold, and logged by
+    BudgetMiddleware); with per-turn holds (budgets/turns.py), the sum of what the turns were charged."""
     outcome = ctx.outcome
     if outcome.cost or outcome.candidate is None:
-        return outcome.cost if outcome.cost > 0 else Decimal(0)
-    return settled_cost(ctx, outcome.candidate, outcome.usage)
+        cost = outcome.cost if outcome.cost > 0 else Decimal(0)
+    else:
+        cost = settled_cost(ctx, outcome.candidate, outcome.usage)
+    if ctx.extras.get(OWNED_BY_TURNS):
+        return cost
+    return within_hold(ctx, cost)
 
 
 def context_bucket(input_tokens: int) -> str:

@@ -153,6 +153,11 @@ def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def served_tier(value: Any) -> str | None:
+    """The service tier an upstream reports it served a request at (a short name), or None."""
+    return value[:40] if isinstance(value, str) and value else None
+
+
 def as_count(value: Any, name: str) -> int:
     """A token count from an upstream's usage: absent is 0; a whole number >= 0 (also written `12.0`) is
     taken; anything else (negative, fractional, a string, a boolean) is a malformed answer, never a count."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
-from inference.providers.canonical import as_count, as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result, served_tier
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -75,7 +75,9 @@ def parse_response(data: Any) -> CanonicalResult:
         _content_text(message.get("content")), calls, refusal=message.get("refusal"), reasoning=reasoning
     )
     finish = finish_reason(choice.get("finish_reason"), bool(calls))
-    return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
+    usage = parse_usage(data.get("usage"))
+    usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
+    return make_result(str(data.get("id", "")), output, usage, finish)
 
 
 class ChatStreamParser:
@@ -90,6 +92,7 @@ class ChatStreamParser:
         self.reported = False
         self.finish_value: str | None = None
         self.usage = Usage(reported=False)
+        self.tier: str | None = None
         self.done = False
 
     def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
@@ -104,6 +107,7 @@ class ChatStreamParser:
         self.upstream_id = self.upstream_id or str(chunk.get("id", ""))
         if isinstance(chunk.get("usage"), dict):
             self.usage = parse_usage(chunk["usage"])
+        self.tier = served_tier(chunk.get("service_tier")) or self.tier
         events: list[CanonicalEvent] = []
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -151,4 +155,5 @@ class ChatStreamParser:
         calls = self._call_tuples()
         refusal = "".join(self.refusal) or None
         output = build_output("".join(self.text), calls, refusal=refusal, reasoning="".join(self.reasoning))
+        self.usage.tier = self.tier
         return make_result(self.upstream_id, output, self.usage, finish_reason(self.finish_value, bool(calls)))

@@ -24,7 +24,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_count, is_gateway_tool, unsupported
+from inference.providers.canonical import as_count, is_gateway_tool, served_tier, unsupported
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
@@ -150,10 +150,12 @@ def parse_response(data: Any) -> CanonicalResult:
     else:
         finish = "stop"
     incomplete = data.get("status") == "incomplete"
+    usage = parse_usage(data.get("usage"))
+    usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
     return CanonicalResult(
         upstream_id=str(data.get("id", "")),
         output=output,
-        usage=parse_usage(data.get("usage")),
+        usage=usage,
         status="incomplete" if incomplete else "completed",
         incomplete_reason=(reason or "max_output_tokens") if incomplete else None,
         finish_reason=finish,

@@ -45,11 +45,14 @@ counts `fake.image_tokens` instead of its bytes (`billed_input_tokens`); output 
 request sent (`max_output_tokens`, `max_completion_tokens` or `max_tokens`: the model writes to its cap), or
 `fake.uncapped_output_tokens` when it sent none. `fake.omit_usage = True` answers without any usage, and so
 does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow-stream-40`).
+`fake.service_tier` (default none) is the tier every answer reports it was served at (Responses and Chat
+`service_tier`; Anthropic `usage.service_tier`, or `usage.speed: "fast"` for `fast`).
 
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
-one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
-back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
-`more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
+one per request and whatever the model (the scenarios above still apply to failures and delays; `billing`
+applies to them too), then falls back to the default answer. A `Reply` is text pieces or a function call
+(`tool_name`, `tool_arguments`); `more_calls` adds parallel calls (Responses format only); `fail_status` answers
+that HTTP error instead.
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
@@ -170,6 +173,7 @@ class FakeUpstream:
     uncapped_output_tokens: int = 100_000
     embedding_tokens_per_input: int = 3  # /embeddings usage.prompt_tokens per input
     embedding_usage: bool = True  # False: /embeddings answers without `usage`
+    service_tier: str | None = None  # the tier every answer reports it was served at (see `Reply.service_tier`)
 
     def __post_init__(self) -> None:
         self.script: list[formats.Reply] = []  # replies played in order, whatever the model (then the default)
@@ -232,6 +236,7 @@ class FakeUpstream:
             "uncapped_output_tokens",
             "embedding_tokens_per_input",
             "embedding_usage",
+            "service_tier",
         ):
             setattr(self, name, getattr(defaults, name))
 
@@ -322,7 +327,7 @@ class FakeUpstream:
     def _reply(self, scenario: _Scenario, body: dict[str, Any], raw: bytes) -> formats.Reply:
         with self._lock:
             if self.script:
-                return self.script.pop(0)
+                return self._billed(self.script.pop(0), body, raw)
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")
         if scenario.name == "tool-call":
             reply = formats.Reply(
@@ -332,6 +337,11 @@ class FakeUpstream:
             reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
             reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
         reply.omit_usage = self.omit_usage or "no-usage" in str(body.get("model", ""))
+        return self._billed(reply, body, raw)
+
+    def _billed(self, reply: formats.Reply, body: dict[str, Any], raw: bytes) -> formats.Reply:
+        """`reply` with the usage of `self.billing` (scripted replies too): "size" bills what was sent."""
+        reply.service_tier = reply.service_tier or self.service_tier
         if self.billing == "size":
             reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
             reply.cached_tokens = reply.reasoning_tokens = 0
