@@ -24,7 +24,7 @@ if "DATABASE_URL" not in os.environ:
 os.environ.pop("REDIS_URL", None)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
