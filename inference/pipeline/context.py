@@ -63,6 +63,8 @@ class Candidate:
     # Set on a candidate routing adds for the organization's BYOK keys whose `declared_zdr` differs from the
     # catalog's `zdr`: it carries the declared value as `zdr` and is tried with those keys only (byok.routing).
     byok_declared_zdr: bool | None = None
+    # The model's operator-set quality per prompt category ((category, 0..1) pairs; inference/routers/quality.py).
+    quality_scores: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

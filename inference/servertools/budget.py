@@ -20,7 +20,9 @@ from typing import Any
 from budgets.estimate import worst_case_cost
 from budgets.turns import TurnHold, hold_turn, settle_turn
 from inference.accounting import price
+from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
+from inference.providers.base import ProviderError
 
 
 class LoopBudget:
@@ -32,9 +34,22 @@ class LoopBudget:
         self.current: TurnHold | None = None
         self.is_model_turn = False
 
+    def worst_case(self, body: dict[str, Any]) -> Decimal:
+        """The turn's worst case over the candidates, each with the body plugins shape for it (a parsed file)."""
+        shape = self.ctx.extras.get(SHAPE_KEY)
+        if shape is None:
+            return worst_case_cost(body, self.candidates)
+        worst = Decimal(0)
+        for candidate in self.candidates:
+            try:
+                worst = max(worst, worst_case_cost(shape(body, candidate), [candidate]))
+            except ProviderError:  # a candidate the plugins skip is never called
+                continue
+        return worst
+
     async def hold_model_turn(self, body: dict[str, Any]) -> None:
         """Hold the worst case of a model turn with this body on any candidate (402 when a limit is full)."""
-        self.current = await hold_turn(self.ctx, worst_case_cost(body, self.candidates))
+        self.current = await hold_turn(self.ctx, self.worst_case(body))
         self.is_model_turn = True
 
     async def hold_fees(self, amount: Decimal) -> None:

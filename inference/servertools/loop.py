@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from inference.accounting import settled_cost, settled_usage
-from inference.handler import _fail_stream, upstream_body
+from inference.handler import SHAPE_KEY, _fail_stream, upstream_body
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
 from inference.response import response_object, usage_object
@@ -64,6 +64,7 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
             await _run_step(ctx, plan, state, last, budget, turns)
             if last.client_calls:
                 break
+        await _finish_plugins(ctx, plan, state)
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
@@ -88,6 +89,24 @@ async def _run_plugins(ctx: Context, plan: Plan, state: LoopState, budget: LoopB
     for plugin, obj in plan.plugins:
         fees += await plugin.run(ctx, obj, state)
     state.cost += await budget.settle(fees, False)
+    shapers = sorted((pair for pair in plan.plugins if pair[0].shape is not None), key=lambda pair: pair[0].shape_last)
+    if shapers:
+
+        def shape(body: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
+            for plugin, obj in shapers:
+                body = plugin.shape(ctx, obj, body, candidate)
+            return body
+
+        ctx.extras[SHAPE_KEY] = shape
+
+
+async def _finish_plugins(ctx: Context, plan: Plan, state: LoopState) -> None:
+    """Plugins that act on the answer (response-healing, output moderation): JSON answers only."""
+    if ctx.stream:
+        return
+    for plugin, obj in plan.plugins:
+        if plugin.finish is not None:
+            await plugin.finish(ctx, obj, state)
 
 
 async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budget: LoopBudget, turns: Any) -> None:

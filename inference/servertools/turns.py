@@ -36,7 +36,8 @@ class Turn:
 
 
 def unanswered_usage(body: dict[str, Any], candidate: Candidate) -> Usage:
-    """A turn sent but never answered may be billed whole: its input bound and its whole output cap."""
+    """A turn sent (`body`: what went upstream) but never answered may be billed whole: its input bound and its
+    whole output cap."""
     bound = token_bound(body, candidate)
     return Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens, reported=False, estimated=True)
 
@@ -77,11 +78,11 @@ class JsonTurns:
             try:
                 result = await get_adapter(candidate.api_format).complete(call)
             except asyncio.CancelledError:  # the client went away while the provider worked
-                self.unanswered = (unanswered_usage(body, candidate), candidate, cred.is_byok)
+                self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
                 raise
             except ProviderError as error:
                 if error.maybe_billed:  # a timeout after the send, an answer cut mid-body
-                    self.unanswered = (unanswered_usage(body, candidate), candidate, cred.is_byok)
+                    self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
                 raise
             handler._settle(self.ctx, candidate, cred, "success")
             if self.ctx.outcome.ttft_ms is None:
@@ -117,10 +118,10 @@ class StreamTurns:
                 try:
                     event = await events.__anext__()  # a failure here can still fall back
                 except asyncio.CancelledError:  # the client went away while the provider worked
-                    self.unanswered = (unanswered_usage(body, candidate), candidate, cred.is_byok)
+                    self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
                     raise
                 committed = True
-                self.in_flight, self.turn_text = (body, candidate, cred.is_byok), []
+                self.in_flight, self.turn_text = (call.body, candidate, cred.is_byok), []
                 handler._settle(self.ctx, candidate, cred, "success")
                 await self._open(adapter, call, candidate, cred)
                 self.writer.candidate = candidate
