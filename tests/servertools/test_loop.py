@@ -7,10 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from budgets.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
-from inference.models import Endpoint
-from inference.routing import candidate_from_endpoint
 from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import generations, wait_idle
 from tests.servertools.conftest import MODEL, call, text

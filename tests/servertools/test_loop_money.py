@@ -118,7 +118,8 @@ def test_a_client_gone_during_a_later_turn_has_that_turn_charged_its_hold(
 @pytest.mark.parametrize("stream", [False, True])
 def test_concurrent_loops_billed_by_size_never_exceed_the_limit(gateway_server, org, agent_catalog, searxng, stream):
     # A provider that bills what it is sent (below the estimate), eight loops of two turns at once against a
-    # budget for fewer turns' holds than they need at once: whatever passes, the counter equals the Generation rows and stays within.
+    # budget for fewer turns' holds than they need at once: whatever passes, the counter equals the Generation
+    # rows and stays within the limit.
     agent_catalog.billing = "size"
     agent_catalog.script = [call("web_search", '{"query": "q"}', call_id=f"call_{i}") for i in range(16)]
     body = {"model": MODEL, "input": "Look it up.", "tools": [SEARCH], "max_output_tokens": 10, "max_tool_calls": 1}
