@@ -9,7 +9,8 @@ fan-out to several models. Two functions:
   limit that applies to the request (BudgetMiddleware's `applicable_limits`), or raises the usual 402
   `GatewayError` with nothing sent. The first turn held for a request takes over the request's own hold (the
   one BudgetMiddleware took, `ctx.reservation`) and tops it up when the turn's worst case is larger: from
-  then on every cost of the request is settled by its turns and the middleware settles nothing.
+  then on every cost of the request is settled by its turns and the middleware settles nothing. Turns may be
+  held concurrently (a fan-out): only one of them takes the request's hold over.
 - `settle_turn` charges `min(cost, hold)` and returns that figure: the caller records it (the Generation's
   cost is the sum of what its turns were charged), so the spend counters and the Generation rows agree and
   recorded spend never exceeds a limit. Settle every turn you held, exactly once, also when it failed: at 0
@@ -69,8 +70,10 @@ async def hold_turn(ctx: Any, amount: Decimal) -> TurnHold:
     """Hold `amount` (USD, the turn's worst case) against the request's limits, or raise 402 (nothing held)."""
     units = usd_to_units(amount) if amount > 0 else 0
     adopted: tuple[Hold, ...] = ()
-    if not ctx.extras.get(OWNED_BY_TURNS) and ctx.reservation is not None:
-        adopted = (ctx.reservation,)
+    if not ctx.extras.get(OWNED_BY_TURNS):
+        ctx.extras[OWNED_BY_TURNS] = True  # claimed before any await: concurrent turns never take it twice
+        if ctx.reservation is not None:
+            adopted = (ctx.reservation,)
     covered = sum(h.amount_units for h in adopted)
     holds = adopted
     if units > covered and await _limits(ctx):
@@ -81,9 +84,10 @@ async def hold_turn(ctx: Any, amount: Decimal) -> TurnHold:
                 limits=await _limits(ctx), amount_units=units - covered, now=timezone.now(), request_id=ctx.request_id
             )
         except LimitExceeded as exc:
+            if adopted:  # nothing sent: the request's hold goes back to BudgetMiddleware
+                ctx.extras[OWNED_BY_TURNS] = False
             raise budget_exceeded_error(exc) from None
         holds = (*adopted, extra)
-    ctx.extras[OWNED_BY_TURNS] = True
     return TurnHold(holds=holds, amount_units=max(units, covered))
 
 
