@@ -56,6 +56,8 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web",
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
+    "inference.plugins.file_parser",
+    "inference.plugins.context_compression",
     "inference.plugins.routers",
 )
 _loaded = False
