@@ -25,6 +25,7 @@ from inference.pipeline.context import Candidate, Context
 from inference.routers.quality import as_pairs
 from inference.routers.route import remember_pin, route_model
 from inference.routers.select import clear_pins
+from inference.routing_features import feature_checks
 
 _catalog = PolicyCache("catalog")
 MILLION = Decimal(1_000_000)
@@ -170,6 +171,10 @@ def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tup
 
 
 def _apply_filters(ctx: Context, candidates: list[Candidate]) -> list[Candidate]:
+    for field, reason, allows in feature_checks(ctx.body, ctx.stream):
+        candidates = [c for c in candidates if allows(c)]
+        if not candidates:
+            raise validation_error(field, reason)
     prefs = ctx.body.get("provider") or {}
     checks = _preference_filters(prefs, ctx.body)
     checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
@@ -328,7 +333,8 @@ def select_candidates(
 def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None):
     """For the routers: None when an endpoint (or its BYOK-declared variant) passes every filter of the request,
     else the reason of the first filter that refuses it."""
-    checks = _preference_filters(ctx.body.get("provider") or {}, ctx.body)
+    checks = [(reason, allows) for _, reason, allows in feature_checks(ctx.body, ctx.stream)]
+    checks.extend(_preference_filters(ctx.body.get("provider") or {}, ctx.body))
     checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
 
     def usable(candidate: Candidate) -> str | None:

@@ -48,7 +48,8 @@ does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow
 
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
 one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
-back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
+back to the default answer. A `Reply` is text pieces (with `images`: image output URLs, answered as Chat
+Completions `message.images`) or a function call (`tool_name`, `tool_arguments`);
 `more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
