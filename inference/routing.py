@@ -301,16 +301,19 @@ def select_candidates(
     ctx: Context,
     snapshot: dict[str, list[Candidate]],
     declared_zdr: Mapping[str, frozenset[bool]] | None = None,
+    names: list[str] | None = None,
 ) -> list[Candidate]:
     """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O).
 
-    `declared_zdr` (provider slug -> the `declared_zdr` values of the organization's BYOK keys for it) adds,
-    before each endpoint of such a provider, the endpoint as those keys declare it: the filters (guardrail
-    ZDR, `provider.zdr`) then judge the declaration, and byok.routing tries that variant with those keys only.
+    `names` replaces the request's models (and its router). `declared_zdr` (provider slug -> the `declared_zdr`
+    values of the organization's BYOK keys for it) adds, before each endpoint of such a provider, the endpoint as
+    those keys declare it: the filters (guardrail ZDR, `provider.zdr`) then judge the declaration, and
+    byok.routing tries that variant with those keys only.
     """
     embeddings = ctx.ingress_format == EMBEDDINGS
-    chosen = None if embeddings else route_model(ctx, snapshot, _usable_by(ctx, declared_zdr))
-    names = [chosen] if chosen else requested_models(ctx.body)
+    if names is None:  # `names`: other models under the request's filters (the fusion plugin's panel)
+        chosen = None if embeddings else route_model(ctx, snapshot, _usable_by(ctx, declared_zdr))
+        names = [chosen] if chosen else requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
@@ -346,6 +349,12 @@ def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None)
         return reason
 
     return usable
+
+
+async def candidates_of(ctx: Context, slug: str) -> list[Candidate]:
+    """The candidates of another model `slug` under every filter of the request (not memoized)."""
+    snapshot = await catalog_snapshot(ctx)
+    return select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx), names=[slug])
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:

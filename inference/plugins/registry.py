@@ -57,6 +57,7 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
     "inference.plugins.routers",
+    "inference.plugins.fusion",
 )
 _loaded = False
 
