@@ -23,9 +23,10 @@ import orjson
 
 from inference.accounting import price, settled_cost, settled_usage
 from inference.handler import SHAPE_KEY, _fail_stream, upstream_body
+from inference.ingress import ingress_of
+from inference.ingress.common import LoopAnswer
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
-from inference.response import response_object, usage_object
 from inference.servertools.budget import TurnBudget
 from inference.servertools.calls import max_fees, run_calls
 from inference.servertools.citations import annotate_output
@@ -221,13 +222,7 @@ async def _finish(ctx: Context, responder: Any, turns: Any, state: LoopState, la
     outcome.output_text = "".join(
         p.get("text", "") for i in state.output if i.get("type") == "message" for p in i.get("content") or ()
     )
-    payload = response_object(
-        ctx,
-        status=result.status,
-        output=state.output,
-        usage=usage_object(state.usage, state.cost, last.credential.is_byok),
-        incomplete_reason=result.incomplete_reason,
-        model=last.candidate.model_slug,
-    )
+    answer = LoopAnswer(state.output, state.usage, state.cost, result, last.candidate, last.credential.is_byok)
+    payload = ingress_of(ctx).loop_json(ctx, answer)
     outcome.first_byte_sent = True
-    await responder.send_json(200, orjson.dumps(payload))
+    await responder.send_json(200, payload)

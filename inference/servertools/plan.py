@@ -40,7 +40,8 @@ def needs_plan(ctx: Any) -> bool:
     body = ctx.body
     if body.get("plugins") or body.get("tools"):
         return True
-    return isinstance(body.get("input"), list) and b"service:" in ctx.raw_body
+    raw = ctx.raw_body  # server-tool items (Responses) or server_tool_use blocks (Messages) sent back
+    return isinstance(body.get("input"), list) and (b"service:" in raw or b"server_tool_use" in raw)
 
 
 def _function_names(tools: list[Any]) -> set[str]:
