@@ -182,8 +182,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "plugins": {
         "type": "array",
         "description": (
-            "Implemented: `web` (max_results, search_prompt, engine) and `web-fetch` (max_urls, max_chars); any "
-            "other kind is refused with 400 naming it (docs/plugins.md)."
+            "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
+            "`response-healing`, `auto-router` / `auto-beta-router` (allowed_models, excluded_models, cost_tier, "
+            "pin_model), `pareto-router` (min_coding_score, allowed_models, excluded_models, pin_model) and `fusion` "
+            "(analysis_models, max_chars); any other kind is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
             "type": "object",
