@@ -309,6 +309,13 @@ GATEWAY_GUARDRAIL_PHONE_REGIONS = env.list("GATEWAY_GUARDRAIL_PHONE_REGIONS", de
 # Fernet keys for BYOK and destination secrets, comma separated; the first one encrypts.
 GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=[])
 
+# Observability (docs/observability.md, "Storage"): each generation's trace is stored once, encrypted with the
+# keys above, its JSON cut to this many bytes (the longest request/answer strings first, marked `truncated`);
+# a stored trace is deleted when its deliveries are done, and after this many days in any case. The other
+# GATEWAY_OBSERVABILITY_* settings are read by the worker (observability/conf.py).
+GATEWAY_OBSERVABILITY_MAX_BODY_BYTES = env.int("GATEWAY_OBSERVABILITY_MAX_BODY_BYTES", default=1_048_576)
+GATEWAY_OBSERVABILITY_BODY_RETENTION_DAYS = env.float("GATEWAY_OBSERVABILITY_BODY_RETENTION_DAYS", default=7.0)
+
 # `max_tokens` sent to Anthropic when the request has no `max_output_tokens` (the Messages API requires it).
 GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4096)
 
@@ -334,6 +341,8 @@ GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
 GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
 GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
 GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
+# The file-parser plugin: at most this many pages of a PDF are turned into text (a request may ask for fewer).
+GATEWAY_FILE_PARSER_MAX_PAGES = env.int("GATEWAY_FILE_PARSER_MAX_PAGES", default=100)
 
 LOGGING = {
     "version": 1,

@@ -56,6 +56,7 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web",
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
+    "inference.plugins.file_parser",
     "inference.plugins.routers",
     "inference.plugins.fusion",
 )
