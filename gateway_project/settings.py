@@ -363,6 +363,9 @@ GATEWAY_FILE_PARSER_MAX_PAGES = env.int("GATEWAY_FILE_PARSER_MAX_PAGES", default
 # bytes, so a compressed prompt always fits; about 3-4 for English text makes it cut only what it must, but a
 # prompt measured too small can still be refused by the provider, which then falls back to the next endpoint).
 GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN = env.float("GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN", default=1.0)
+# The moderation plugin's moderation model (catalog slug, output modality `moderation`); empty: the catalog's first
+# moderation model by slug, or none (built-in detectors only).
+GATEWAY_MODERATION_MODEL = env.str("GATEWAY_MODERATION_MODEL", default="")
 
 LOGGING = {
     "version": 1,

@@ -58,6 +58,7 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.response_healing",
     "inference.plugins.file_parser",
     "inference.plugins.context_compression",
+    "inference.plugins.moderation",
     "inference.plugins.routers",
 )
 _loaded = False
