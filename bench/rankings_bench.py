@@ -8,8 +8,9 @@ Usage (a scratch PostgreSQL database; it is migrated and filled, never a product
 2. aggregate_rankings rolls them up; the time per day and per million generations is printed, and
    extrapolated to a year;
 3. the rankings tables are filled with a year of daily totals for MODELS models (365 x MODELS rows, plus
-   the split table), and GET /api/v1/datasets/rankings-daily (30 days, no filter; and modality=text) is
-   timed over 50 requests through Django's test client (p50 and p95, rate limits off).
+   the split table, and the filtered ranks of rankings/filtered.py), and GET /api/v1/datasets/rankings-daily
+   (30 days: no filter, modality, context_bucket, both, and modality by week) is timed over 50 requests
+   through Django's test client (p50 and p95, rate limits off).
 """
 
 import argparse
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--per-day", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=2000)
     parser.add_argument("--query-only", action="store_true", help="Skip generation and aggregation")
+    parser.add_argument("--no-fill", action="store_true", help="Time the requests on the year filled by a past run")
     args = parser.parse_args()
     if connection.vendor != "postgresql":
         sys.exit("run this against PostgreSQL (DATABASE_URL=postgres://...)")
@@ -94,8 +96,32 @@ def measure_aggregation(args) -> None:
 
 
 def measure_query(args) -> None:
+    if not args.no_fill:
+        fill_year(args)
+    time_requests(args)
+
+
+def fill_year(args) -> None:
+    from datetime import date, timedelta
+
     with connection.cursor() as cursor:
         cursor.execute(FILL_YEAR, {"end": "2026-06-30", "k": args.models})
+
+    try:
+        from rankings.filtered import rank_filtered_days
+    except ImportError:  # a checkout from before the filtered ranks (for a before/after comparison)
+        rank_filtered_days = None
+    if rank_filtered_days is None:
+        return
+    started, end = time.perf_counter(), date(2026, 6, 30)
+    for offset in range(364, -1, -7):  # a week at a time, as a year of daily aggregations would
+        rank_filtered_days(end - timedelta(days=offset), min(end, end - timedelta(days=offset - 6)))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE rankings_dailyfilteredtop")
+    print(f"ranked a year of filtered views (35 filters) in {time.perf_counter() - started:.1f} s")
+
+
+def time_requests(args) -> None:
     from django.test import override_settings
 
     from accounts.models import ApiKey
@@ -107,7 +133,13 @@ def measure_query(args) -> None:
         from rankings import rate_limits
 
         rate_limits.PER_KEY_PER_MINUTE = rate_limits.PER_ORG_PER_DAY = 10**9
-        for label, extra in (("no filter", {}), ("modality=text", {"modality": "text"})):
+        for label, extra in (
+            ("no filter", {}),
+            ("modality=text", {"modality": "text"}),
+            ("context_bucket=10K", {"context_bucket": "10K"}),
+            ("modality=tool_calling&context_bucket=10K", {"modality": "tool_calling", "context_bucket": "10K"}),
+            ("modality=text, period=week", {"modality": "text", "period": "week"}),
+        ):
             times = []
             for _ in range(50):
                 t0 = time.perf_counter()
