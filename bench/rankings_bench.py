@@ -1,7 +1,7 @@
 """Rankings benchmark: aggregation throughput and endpoint latency on PostgreSQL.
 
 Usage (a scratch PostgreSQL database; it is migrated and filled, never a production one):
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/rankings_bench \
+    DATABASE_STATEMENT_TIMEOUT_MS=0 DATABASE_URL=postgres://postgres@127.0.0.1:5432/rankings_bench \
       .venv/bin/python bench/rankings_bench.py --days 3 --per-day 1000000 --models 2000
 
 1. generate_demo_traffic writes DAYS x PER_DAY Generation rows over MODELS public models;
