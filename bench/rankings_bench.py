@@ -10,7 +10,7 @@ Usage (a scratch PostgreSQL database; it is migrated and filled, never a product
 3. the rankings tables are filled with a year of daily totals for MODELS models (365 x MODELS rows, plus
    the split table, and the filtered ranks of rankings/filtered.py), and GET /api/v1/datasets/rankings-daily
    (30 days: no filter, modality, context_bucket, both, and modality by week) is timed over 50 requests
-   through Django's test client (p50 and p95, rate limits off).
+   through Django's test client (p50 and p95, rate limits off), and the query alone (p50 of 20 calls).
 """
 
 import argparse
@@ -150,10 +150,26 @@ def time_requests(args) -> None:
                 assert response.status_code == 200, response.content[:200]
             rows = len(response.json()["data"])
             times.sort()
+            query = selector_p50(extra)
             print(
                 f"GET rankings-daily 30 days, {args.models} models, {label}: p50 {statistics.median(times):.1f} ms, "
-                f"p95 {times[int(len(times) * 0.95) - 1]:.1f} ms, {rows} rows"
+                f"p95 {times[int(len(times) * 0.95) - 1]:.1f} ms, {rows} rows; the query alone p50 {query:.1f} ms"
             )
+
+
+def selector_p50(extra: dict) -> float:
+    """p50 of the rankings query alone (rankings.selectors.rankings), without the HTTP request around it."""
+    from datetime import date
+
+    from rankings.selectors import RankingQuery, rankings
+
+    query = RankingQuery(start_date=date(2026, 5, 31), end_date=date(2026, 6, 30), **{"period": "day", **extra})
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        rankings(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
