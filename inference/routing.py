@@ -44,6 +44,7 @@ ROUTED_PARAMETERS = (
     "text",
 )
 STICKY_SESSIONS_MAX = 100_000
+MODERATION = "moderation"  # the output modality of moderation models (POST /moderations, the moderation plugin)
 EMBEDDINGS = "embeddings"  # the output modality of embedding models, and the ingress format of POST /embeddings
 # Sticky sessions, keyed by (organization id, session id): one organization's session ids never steer
 # another's routing. Session ids are at most 256 characters (the body's and the header's alike).
@@ -316,6 +317,9 @@ def select_candidates(
             raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
         if (EMBEDDINGS in endpoints[0].output_modalities) != embeddings:
             raise _wrong_kind(ctx.body, name, embeddings)
+        if MODERATION in endpoints[0].output_modalities:  # called by the moderation plugin only
+            field = "model" if ctx.body.get("model") == name else "models"
+            raise validation_error(field, f"'{name}' is a moderation model; use it with the moderation plugin")
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)

@@ -57,6 +57,8 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.web_fetch",
     "inference.plugins.response_healing",
     "inference.plugins.file_parser",
+    "inference.plugins.context_compression",
+    "inference.plugins.moderation",
     "inference.plugins.routers",
 )
 _loaded = False
