@@ -164,3 +164,11 @@ def test_budget_holds_the_parsed_text_not_the_files_catalog_worst_case(agent, ag
     rows = generations(2)
     spent = counter(org)
     assert spent.spent_usd == rows[-1].cost > 0 and spent.reserved_units == 0
+
+
+def test_streamed_answer_about_a_parsed_pdf(agent, agent_catalog):
+    agent_catalog.script = [text("Revenue ", "was 4.2M.")]
+    response = post(agent, MODEL, [pdf_part(*PAGES)], stream=True)
+    assert response.status_code == 200 and "Revenue " in response.text and "response.completed" in response.text
+    sent = agent_catalog.requests[0].body["input"][0]["content"][1]["text"]
+    assert "Quarterly revenue was 4.2 million." in sent and agent_catalog.requests[0].stream
