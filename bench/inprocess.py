@@ -86,7 +86,7 @@ if __name__ == "__main__":
 
     total, concurrency = int(os.environ.get("N", "2000")), int(os.environ.get("C", "1"))
     if os.environ.get("PROFILE"):
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time) if os.environ.get("PROFILE") == "cpu" else cProfile.Profile()
         profile.enable()
         uvloop.run(main(total, concurrency))
         profile.disable()

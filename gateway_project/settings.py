@@ -101,6 +101,9 @@ else:
         # DATABASE_STATEMENT_TIMEOUT_MS=0 and DATABASE_LOCK_TIMEOUT_MS=0 and set them on the role).
         for _name, _value in postgres_options(env, server_limits=serves_requests()).items():
             DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
+        # Behind pgbouncer in transaction mode: QuerySet.iterator() must not open server-side cursors (their
+        # WITH HOLD cursors outlive the transaction that pgbouncer hands back to its pool; docs/performance.md).
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", False)
 
 # Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
 # size (431 above it) and the time a whole request may take to arrive after its first byte (408).
