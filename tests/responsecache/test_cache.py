@@ -433,3 +433,26 @@ def test_an_entry_from_a_provider_a_guardrail_now_excludes_is_a_miss(oai, upstre
     second = generations(2)[1]
     assert second.provider != first.provider and not second.cache_hit
     assert len(upstream.requests) == 2
+
+
+def test_browsers_may_send_the_headers_and_read_the_result(gateway_server, org, upstream, settings):
+    settings.GATEWAY_CORS_ALLOWED_ORIGINS = ["https://app.example"]
+    origin = {"Origin": "https://app.example"}
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        preflight = client.options(
+            "/responses",
+            headers={
+                **origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type, x-service-cache, x-service-cache-ttl",
+            },
+        )
+        assert preflight.status_code == 204
+        assert "x-service-cache-ttl" in preflight.headers["access-control-allow-headers"]
+        answer = client.post(
+            "/responses",
+            json={"model": MODEL, "input": "Say hello"},
+            headers={**origin, **ON, "Authorization": f"Bearer {org.inference_key}"},
+        )
+    assert answer.headers["x-service-cache"] == "MISS"
+    assert "x-service-cache" in answer.headers["access-control-expose-headers"]
