@@ -183,10 +183,12 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "plugins": {
         "type": "array",
         "description": (
-            "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), the "
-            "routers, `file-parser` (pdf.engine pdf-text|native, pdf.max_pages), `response-healing`, "
-            "`context-compression` (engine middle-out), `moderation` (detectors, check_output); any other kind "
-            "is refused with 400 naming it (docs/plugins.md)."
+            "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
+            "`auto-router` / `auto-beta-router` (allowed_models, excluded_models, cost_tier, pin_model), "
+            "`pareto-router` (min_coding_score, allowed_models, excluded_models, pin_model), `fusion` "
+            "(analysis_models, max_chars), `file-parser` (pdf.engine pdf-text|native, pdf.max_pages), "
+            "`response-healing`, `context-compression` (engine middle-out), `moderation` (detectors, check_output); "
+            "an id outside the contract is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
             "type": "object",

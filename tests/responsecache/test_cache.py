@@ -5,6 +5,7 @@ when Redis fails, the purge API, the workspace setting, the size bounds and the 
 
 from __future__ import annotations
 
+import os
 import time
 
 import httpx
@@ -456,3 +457,29 @@ def test_browsers_may_send_the_headers_and_read_the_result(gateway_server, org, 
         )
     assert answer.headers["x-service-cache"] == "MISS"
     assert "x-service-cache" in answer.headers["access-control-expose-headers"]
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL")
+def test_redis_black_holed_mid_run_uses_the_database_within_the_timeout(oai, upstream, org, settings):
+    from urllib.parse import urlparse
+
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    real = urlparse(os.environ["REDIS_URL"])
+    proxy = BlackholeProxy(real.hostname or "127.0.0.1", real.port or 6379).start()
+    try:
+        settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = f"redis://127.0.0.1:{proxy.port}{real.path or '/0'}"
+        assert cache_header(ask(oai)[0]) == "MISS"
+        assert cache_header(ask(oai)[0]) == "HIT"  # from Redis
+        assert not ResponseCacheEntry.objects.filter(organization=org.organization).exists()
+        proxy.blackhole()
+        started = time.monotonic()
+        raw, answer = ask(oai)  # Redis does not answer: the database has no entry yet
+        assert cache_header(raw) == "MISS" and answer.output_text == TEXT
+        raw, answer = ask(oai)
+        assert cache_header(raw) == "HIT" and answer.output_text == TEXT
+        assert time.monotonic() - started < 15  # each Redis call gives up after GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS
+        assert ResponseCacheEntry.objects.filter(organization=org.organization).count() == 1
+        assert len(upstream.requests) == 2
+    finally:
+        proxy.stop()
