@@ -172,3 +172,24 @@ def test_streamed_answer_about_a_parsed_pdf(agent, agent_catalog):
     assert response.status_code == 200 and "Revenue " in response.text and "response.completed" in response.text
     sent = agent_catalog.requests[0].body["input"][0]["content"][1]["text"]
     assert "Quarterly revenue was 4.2 million." in sent and agent_catalog.requests[0].stream
+
+
+def test_a_pdf_document_block_on_messages_reaches_a_text_model_as_text(agent_catalog, gateway_server, org):
+    """Through /messages (the anthropic SDK): a base64 PDF document block for a model that cannot read files."""
+    from anthropic import Anthropic
+
+    client = Anthropic(base_url=f"{gateway_server.url}/api", api_key=org.inference_key, max_retries=0)
+    agent_catalog.script = [text("Revenue was 4.2 million.")]
+    data = base64.b64encode(make_pdf(*PAGES)).decode()
+    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}
+    message = client.messages.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=[{"role": "user", "content": [document, {"type": "text", "text": "Summarize."}]}],
+        extra_body={"plugins": [{"id": "file-parser"}]},
+    )
+    assert message.content[0].text == "Revenue was 4.2 million."
+    sent = agent_catalog.requests[0].body["input"][0]["content"][0]
+    assert sent["type"] == "input_text" and "--- page 2 ---\nCosts fell by 8 percent." in sent["text"]
+    [row] = generations(1)
+    assert row.ingress_format == "messages" and any(s.get("name") == "file-parser" for s in row.pipeline)
