@@ -53,9 +53,12 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
-def wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
+def wrk(url: str, script: Path, connections: int, seconds: int) -> dict:
     command = [*_cpu(0), "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), "--latency", url]
-    out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    out = done.stdout
+    if "requests in" not in out:
+        print(f"wrk failed: {done.stdout.strip()} {done.stderr.strip()}", file=sys.stderr)
     requests = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
@@ -209,7 +212,7 @@ def plot(report: dict, path: Path) -> None:
             x = [r["connections"] for r in rows]
             label = LABELS.get(name, name).replace("**", "")
             if name != "upstream":
-                added = [max((r["p50_ms"] or 0.0) - upstream.get(r["connections"], 0.0), 0.0) for r in rows]
+                added = [max((r["p50_ms"] or 0.0) - upstream.get(r["connections"], 0.0), 0.01) for r in rows]
                 axes[row][0].plot(x, added, marker="o", label=label)
             axes[row][1].plot(x, [r["rps"] for r in rows], marker="o", label=label)
         title = "JSON" if kind == "json" else "streamed (20 chunks)"
@@ -241,7 +244,7 @@ def write_readme(readme: Path, report: dict, image: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=float(os.environ.get("DUR", 5)), help="seconds per point")
+    parser.add_argument("--duration", type=int, default=int(os.environ.get("DUR", 5)), help="seconds per point")
     parser.add_argument("--concurrency", default="1,2,4,8,16,32,64")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of each gateway")
     parser.add_argument("--out", type=Path, default=ROOT / "bench", help="where benchmark.json / .png go")
