@@ -60,6 +60,7 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.context_compression",
     "inference.plugins.moderation",
     "inference.plugins.routers",
+    "inference.plugins.fusion",
 )
 _loaded = False
 

@@ -50,7 +50,10 @@ does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow
 
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
 one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
-back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
+back to the default answer; `fake.model_scripts[upstream_model] = [Reply(...), ...]` does the same for the
+requests of one upstream model (played first: parallel calls to several models stay deterministic). A `Reply` is
+text pieces (with `images`: image output URLs, answered as Chat
+Completions `message.images`) or a function call (`tool_name`, `tool_arguments`);
 `more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
@@ -177,6 +180,7 @@ class FakeUpstream:
 
     def __post_init__(self) -> None:
         self.script: list[formats.Reply] = []  # replies played in order, whatever the model (then the default)
+        self.model_scripts: dict[str, list[formats.Reply]] = {}  # per upstream model, played before `script`
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[str] = []
         self.disconnected = threading.Event()
@@ -220,6 +224,7 @@ class FakeUpstream:
             self.requests.clear()
             self.disconnects.clear()
             self.script.clear()
+            self.model_scripts.clear()
         self.disconnected.clear()
         if self._loop is not None and self.disconnect_event is not None:
             self._loop.call_soon_threadsafe(self.disconnect_event.clear)
@@ -326,6 +331,9 @@ class FakeUpstream:
 
     def _reply(self, scenario: _Scenario, body: dict[str, Any], raw: bytes) -> formats.Reply:
         with self._lock:
+            replies = self.model_scripts.get(str(body.get("model", "")))
+            if replies:
+                return replies.pop(0)
             if self.script:
                 return self.script.pop(0)
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")

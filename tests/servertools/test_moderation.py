@@ -136,3 +136,12 @@ def test_catalog_loader_rules_for_moderation_models():
         load_catalog({"endpoints": [{**free, "provider": "claude"}]})
     with pytest.raises(CatalogError, match="cannot be combined"):
         load_catalog({"models": [{"slug": "v/mixed", "output_modalities": ["text", "moderation"]}]})
+
+
+def test_streamed_request_is_screened_before_the_stream_starts(agent, moderator):
+    response = post(agent, "You hateful idiot.", stream=True)
+    assert response.status_code == 403 and response.headers["content-type"].startswith("application/json")
+    assert response.json()["error"]["metadata"]["categories"] == ["harassment", "hate"]
+    moderator.script = [text("Fine ", "weather.")]
+    response = post(agent, "How is the weather?", stream=True)
+    assert response.status_code == 200 and "response.completed" in response.text
