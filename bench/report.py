@@ -6,6 +6,7 @@ README.md, the figures to bench/benchmark.json and the plot to bench/benchmark.p
     BENCH_PG_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench BENCH_PG_REDIS_URL=redis://127.0.0.1:6379/1 \
       make bench-report                    # SQLite and PostgreSQL + Redis (a scratch database: it is written)
     .venv/bin/python bench/report.py --duration 1 --concurrency 1,4 --out /tmp/smoke --readme /tmp/smoke/README.md
+    .venv/bin/python bench/report.py --replot       # redraw bench/benchmark.png and the table from benchmark.json
 
 Processes: the fake upstream (bench/fake_upstream.py) and wrk on core 0; LiteLLM 1.100.5 (one worker, in a
 throwaway virtualenv, /tmp/bench-litellm-venv, installed on first use from bench/requirements-litellm.txt) and
@@ -53,9 +54,12 @@ def _ms(value: str) -> float:
     return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
-def wrk(url: str, script: Path, connections: int, seconds: float) -> dict:
+def wrk(url: str, script: Path, connections: int, seconds: int) -> dict:
     command = [*_cpu(0), "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), "--latency", url]
-    out = subprocess.run(command, capture_output=True, text=True, check=False).stdout
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    out = done.stdout
+    if "requests in" not in out:
+        print(f"wrk failed: {done.stdout.strip()} {done.stderr.strip()}", file=sys.stderr)
     requests = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
@@ -169,6 +173,9 @@ LABELS = {
 }
 
 
+COLORS = {"upstream": "tab:gray", "litellm": "tab:red", "gateway-sqlite": "tab:blue", "gateway-postgres": "tab:green"}
+
+
 def table(report: dict) -> str:
     """The README table: c=1 p50, added p50, c=16 req/s, ratio to LiteLLM, CPU per request."""
     low, high = 1, 16
@@ -209,9 +216,9 @@ def plot(report: dict, path: Path) -> None:
             x = [r["connections"] for r in rows]
             label = LABELS.get(name, name).replace("**", "")
             if name != "upstream":
-                added = [max((r["p50_ms"] or 0.0) - upstream.get(r["connections"], 0.0), 0.0) for r in rows]
-                axes[row][0].plot(x, added, marker="o", label=label)
-            axes[row][1].plot(x, [r["rps"] for r in rows], marker="o", label=label)
+                added = [max((r["p50_ms"] or 0.0) - upstream.get(r["connections"], 0.0), 0.01) for r in rows]
+                axes[row][0].plot(x, added, marker="o", label=label, color=COLORS.get(name))
+            axes[row][1].plot(x, [r["rps"] for r in rows], marker="o", label=label, color=COLORS.get(name))
         title = "JSON" if kind == "json" else "streamed (20 chunks)"
         axes[row][0].set(title=f"added p50 latency, {title}", xlabel="connections", ylabel="ms (log)")
         axes[row][1].set(title=f"requests/s, {title}", xlabel="connections", ylabel="req/s (log)")
@@ -227,9 +234,15 @@ def plot(report: dict, path: Path) -> None:
 
 def write_readme(readme: Path, report: dict, image: str) -> None:
     text = readme.read_text()
+    smoke = (
+        "**A smoke run** (under 5 s per point, or other processes busy on the machine): it shows what the command "
+        "produces; its figures are not the benchmark.\n\n"
+        if report["duration"] < 5 or float(report["load_before"]) > 1.5
+        else ""
+    )
     block = (
-        f"{README_START}\n`make bench-report` at {report['date']} (load average {report['load_before']} before the "
-        f"run; wrk {report['duration']} s per point; every policy on; the gateway with {report['workers']} "
+        f"{README_START}\n{smoke}`make bench-report` at {report['date']} (load average {report['load_before']} "
+        f"before the run; wrk {report['duration']} s per point; every policy on; the gateway with {report['workers']} "
         f"worker(s)):\n\n{table(report)}\n\n![benchmark]({image})\n{README_END}"
     )
     if README_START in text:
@@ -241,13 +254,19 @@ def write_readme(readme: Path, report: dict, image: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=float(os.environ.get("DUR", 5)), help="seconds per point")
+    parser.add_argument("--duration", type=int, default=int(os.environ.get("DUR", 5)), help="seconds per point")
     parser.add_argument("--concurrency", default="1,2,4,8,16,32,64")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of each gateway")
     parser.add_argument("--out", type=Path, default=ROOT / "bench", help="where benchmark.json / .png go")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
     parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument("--replot", action="store_true", help="only redraw the plot and table from benchmark.json")
     args = parser.parse_args()
+    if args.replot:
+        report = json.loads((args.out / "benchmark.json").read_text())
+        plot(report, args.out / "benchmark.png")
+        write_readme(args.readme, report, os.path.relpath(args.out / "benchmark.png", args.readme.parent))
+        return
     concurrency = [int(c) for c in args.concurrency.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     ensure_matplotlib()
