@@ -169,3 +169,18 @@ def test_a_disabled_router_plugin_leaves_the_model_to_the_client(client, router_
     response = ask(client, CODE_PROMPT, [{"id": "auto-router", "enabled": False}], model="cheap/small")
     assert response.status_code == 200 and response.json()["model"] == "cheap/small"
     assert all(s.get("name") != "auto-router" for s in response.json()["service_metadata"]["pipeline"])
+
+
+def test_the_router_through_anthropic_messages(client, router_catalog, gateway_server, org):
+    import anthropic
+
+    sdk = anthropic.Anthropic(base_url=f"{gateway_server.url}/api", api_key=org.inference_key, max_retries=0)
+    message = sdk.messages.create(
+        model="openrouter/auto",
+        max_tokens=100,
+        messages=[{"role": "user", "content": TRIVIA_PROMPT}],
+    )
+    assert message.model == "trivia/sage" and message.content[0].text == "Hello from the fake upstream."
+    assert upstream_models(router_catalog) == [upstream_of("trivia/sage")]
+    [row] = generations(1)
+    assert row.model == "trivia/sage" and row.requested_model == "openrouter/auto" and row.ingress_format == "messages"
