@@ -75,9 +75,13 @@ def test_allowed_and_excluded_patterns_and_context_length(client, router_catalog
     excluded = stage_of(response.json(), "auto-router")["data"]["excluded"]
     assert set(excluded) == {"cheap/small", "mid/coder", "trivia/sage"}
     assert "exceeds its context length" in excluded["cheap/small"]
+    compressed = ask(client, long_prompt, [{"id": "auto-router", "cost_tier": "low"}, {"id": "context-compression"}])
+    assert compressed.status_code == 200 and compressed.json()["model"] == "cheap/small"  # the prompt is cut to fit
+    assert router_catalog.last.model == upstream_of("cheap/small")
+    assert len(router_catalog.last.raw) < 8000 * 4
     nothing = ask(client, CODE_PROMPT, [{"id": "auto-router", "allowed_models": ["nobody/*"]}])
     assert nothing.status_code == 404 and "auto-router" in nothing.json()["error"]["message"]
-    assert upstream_models(router_catalog) == [upstream_of("big/large")] * 2
+    assert upstream_models(router_catalog) == [upstream_of(m) for m in ("big/large", "big/large", "cheap/small")]
 
 
 def test_guardrails_narrow_the_pool(client, router_catalog, org):
