@@ -119,3 +119,26 @@ def test_the_auto_router_keeps_to_models_that_can_answer(client, feature_catalog
     )
     assert response.status_code == 200, response.text
     assert response.json()["model"] == "img/painter" and feature_catalog.last.model == "painter-c"
+
+
+def test_image_output_through_chat_completions(router_sdk, feature_catalog):
+    feature_catalog.script = [Reply(pieces=["Here it is."], images=[f"data:image/png;base64,{PNG}"])]
+    chat = router_sdk.chat.completions.create(
+        model="img/painter",
+        messages=[{"role": "user", "content": "Paint a red square."}],
+        extra_body={"modalities": ["image", "text"], "image_config": {"aspect_ratio": "1:1"}},
+    )
+    message = chat.choices[0].message
+    assert message.content == "Here it is."
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    assert message.model_extra["images"] == [image]
+    [request] = feature_catalog.requests
+    assert request.model == "painter-c" and request.body["image_config"] == {"aspect_ratio": "1:1"}
+    import openai
+
+    with pytest.raises(openai.BadRequestError) as refused:
+        router_sdk.chat.completions.create(
+            model="cheap/small", messages=[{"role": "user", "content": "Paint."}], extra_body={"modalities": ["image"]}
+        )
+    assert refused.value.body["metadata"]["field"] == "modalities"
+    assert len(feature_catalog.requests) == 1
