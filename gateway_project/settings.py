@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "ratelimits",
     "rankings",
     "audit",
+    "responsecache",
 ]
 
 MIDDLEWARE = [
@@ -100,6 +101,9 @@ else:
         # DATABASE_STATEMENT_TIMEOUT_MS=0 and DATABASE_LOCK_TIMEOUT_MS=0 and set them on the role).
         for _name, _value in postgres_options(env, server_limits=serves_requests()).items():
             DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
+        # Behind pgbouncer in transaction mode: QuerySet.iterator() must not open server-side cursors (their
+        # WITH HOLD cursors outlive the transaction that pgbouncer hands back to its pool; docs/performance.md).
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", False)
 
 # Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
 # size (431 above it) and the time a whole request may take to arrive after its first byte (408).
@@ -224,6 +228,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
         "presets.middleware.PresetMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
         "ratelimits.middleware.RateLimitMiddleware",
+        "responsecache.middleware.ResponseCacheMiddleware",  # after auth, guardrails, rate limits; before budgets
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
@@ -237,6 +242,20 @@ GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_
 GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
 # Unknown bearer keys accepted per client address per minute (both planes) before that address gets 429.
 GATEWAY_AUTH_FAILURES_PER_MINUTE = env.int("GATEWAY_AUTH_FAILURES_PER_MINUTE", default=60)
+
+# Response cache (responsecache/, docs/cache.md): opt-in per request (X-Service-Cache: enabled) or per workspace.
+# Entries live in this Redis (default REDIS_URL; empty: the database), and in the database while Redis fails (calls
+# time out after GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS; the database is used for GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS
+# after a failure). TTLs in seconds: the default when the request sends no X-Service-Cache-TTL, and the largest
+# accepted. An answer larger than MAX_ENTRY_BYTES is not stored; an organization keeps at most MAX_ENTRIES entries
+# (the ones closest to expiry are dropped first), so its cache holds at most MAX_ENTRIES x MAX_ENTRY_BYTES.
+GATEWAY_RESPONSE_CACHE_REDIS_URL = env.str("GATEWAY_RESPONSE_CACHE_REDIS_URL", default=REDIS_URL)
+GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS = env.int("GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS", default=500)
+GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS = env.int("GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS", default=1000)
+GATEWAY_RESPONSE_CACHE_DEFAULT_TTL = env.int("GATEWAY_RESPONSE_CACHE_DEFAULT_TTL", default=300)
+GATEWAY_RESPONSE_CACHE_MAX_TTL = env.int("GATEWAY_RESPONSE_CACHE_MAX_TTL", default=86400)
+GATEWAY_RESPONSE_CACHE_MAX_ENTRY_BYTES = env.int("GATEWAY_RESPONSE_CACHE_MAX_ENTRY_BYTES", default=1048576)
+GATEWAY_RESPONSE_CACHE_MAX_ENTRIES = env.int("GATEWAY_RESPONSE_CACHE_MAX_ENTRIES", default=10000)
 
 # Budgets: a request's spend hold is released after this many seconds if its process died before settling
 # it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
@@ -341,6 +360,15 @@ GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
 GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
 GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
 GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
+# The file-parser plugin: at most this many pages of a PDF are turned into text (a request may ask for fewer).
+GATEWAY_FILE_PARSER_MAX_PAGES = env.int("GATEWAY_FILE_PARSER_MAX_PAGES", default=100)
+# The context-compression plugin measures prompts as UTF-8 bytes / this (1: no tokenizer makes more tokens than
+# bytes, so a compressed prompt always fits; about 3-4 for English text makes it cut only what it must, but a
+# prompt measured too small can still be refused by the provider, which then falls back to the next endpoint).
+GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN = env.float("GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN", default=1.0)
+# The moderation plugin's moderation model (catalog slug, output modality `moderation`); empty: the catalog's first
+# moderation model by slug, or none (built-in detectors only).
+GATEWAY_MODERATION_MODEL = env.str("GATEWAY_MODERATION_MODEL", default="")
 
 LOGGING = {
     "version": 1,

@@ -186,6 +186,9 @@ class Generation(models.Model):
         default=False, help_text="The upstream reported no usage (or the request was cut): cost from the estimate"
     )
     is_byok = models.BooleanField(default=False)
+    cache_hit = models.BooleanField(
+        default=False, db_default=False, help_text="Answered from the response cache: no provider call, cost 0"
+    )
     streamed = models.BooleanField(default=False)
     ingress_format = models.CharField(
         max_length=20,

@@ -4,7 +4,8 @@ One UTC day at a time: the database groups the day's rows (an index range scan o
 context bucket, modalities and tool use; the few grouped rows are written in one transaction that first
 deletes what an earlier run wrote for that day, so re-running a day gives the same rows (idempotent).
 The sampled dataset is rebuilt for the ISO week containing the day. `AggregatedDay` records finished days
-(resumable ranges, and `meta.as_of`).
+(resumable ranges, and `meta.as_of`). Cache hits (`Generation.cache_hit`, docs/cache.md) are left out: no model
+processed them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from inference.models import Generation, Model
+from rankings.filtered import rank_filtered_days
 from rankings.models import (
     TOP_N,
     AggregatedDay,
@@ -74,7 +76,7 @@ def _roomy_session() -> None:
 def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
     start, end = day_bounds(day)
     grouped = (
-        Generation.objects.filter(created_at__gte=start, created_at__lt=end, model__in=list(public))
+        Generation.objects.filter(created_at__gte=start, created_at__lt=end, model__in=list(public), cache_hit=False)
         .annotate(bucket=_context_bucket(), tool=Case(When(tool_calls__gt=0, then=Value(True)), default=Value(False)))
         .values("model", "model_permaslug", "bucket", "tool", "input_modalities", "output_modalities")
         .annotate(tokens=_tokens(), requests=Count("id"))
@@ -120,7 +122,7 @@ def _weekly_sampled_rows(week: date, public: dict[str, str]) -> list[WeeklySampl
     end = start + timedelta(days=7)
     grouped = (
         Generation.objects.filter(
-            created_at__gte=start, created_at__lt=end, model__in=list(public), category__isnull=False
+            created_at__gte=start, created_at__lt=end, model__in=list(public), category__isnull=False, cache_hit=False
         )
         .values("model", "model_permaslug", "category", "language_type")
         .annotate(tokens=_tokens())
@@ -172,7 +174,8 @@ def aggregate_exact_day(day: date, public: dict[str, str] | None = None) -> int:
 
 def rank_daily_totals(day: date) -> None:
     """Store each model's rank within the day and the long tail's sum (computed in the database with a window
-    function), so the unfiltered daily query reads 50 rows and one sum per day."""
+    function), so the unfiltered daily query reads 50 rows and one sum per day; the same for every filter
+    (modality, context bucket) from the day's split rows (rankings/filtered.py)."""
     collate = '"C"' if connection.vendor == "postgresql" else "BINARY"
     with connection.cursor() as cursor:
         cursor.execute(
@@ -195,6 +198,7 @@ def rank_daily_totals(day: date) -> None:
             """,
             [day],
         )
+    rank_filtered_days(day, day)
 
 
 def aggregate_sampled_week(week: date, public: dict[str, str] | None = None) -> None:

@@ -137,6 +137,7 @@ class Outcome:
     output_text: str = ""
     output: list[dict[str, Any]] = field(default_factory=list)  # Responses-format output items
     completed_at: datetime | None = None
+    cache_hit: bool = False  # answered from the response cache (responsecache/): no upstream call, cost 0
 
 
 @dataclass(slots=True)

@@ -115,3 +115,19 @@ def test_switched_off_plugin_leaves_the_output_alone(agent, agent_catalog):
     agent_catalog.script = [text("not json")]
     response = post(agent, plugins=[{"id": "response-healing", "enabled": False}])
     assert response.status_code == 200 and response.json()["output"][0]["content"][0]["text"] == "not json"
+
+
+def test_chat_completions_response_format_is_healed(agent_catalog, gateway_server, org):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{gateway_server.url}/api/v1", api_key=org.inference_key, max_retries=0)
+    agent_catalog.script = [text('```json\n{"name": "Alice", "age": 30}\n```')]
+    completion = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Alice is 30. Return her as JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}},
+        extra_body={"plugins": HEAL},
+    )
+    assert completion.choices[0].message.content == '{"name":"Alice","age":30}'
+    [row] = generations(1)
+    assert row.ingress_format == "chat-completions" and any(s.get("name") == "response-healing" for s in row.pipeline)
