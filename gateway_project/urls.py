@@ -16,6 +16,7 @@ API_APPS = [
     "rankings",
     "inference",
     "audit",
+    "analytics",
 ]
 
 handler404 = "gateway_project.api.middleware.not_found_view"
