@@ -2,8 +2,9 @@
 
 `rollup_generations(rows)` runs inside the accounting transaction that inserts the rows (inference/accounting.py,
 after the response went out, group-committed): the batch is first summed in Python per (organization, hour,
-dimension, value), then written with one `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x` statement
-run with executemany, in a sorted order so that concurrent writers lock rows in the same order (no deadlock).
+dimension, value), then written with one multi-row `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x`
+statement (one round trip; 400 rows per statement), its rows in sorted order so that concurrent writers lock
+rows in the same order (no deadlock).
 A batch of N generations writes at most 6 x N rows, usually far fewer (every row of a batch shares its
 status and hour rows). It runs in a savepoint: if it fails, the Generation rows are still written (the failure
 is logged and `rollup_usage` rebuilds the hours).
@@ -37,6 +38,7 @@ SUMS = ("requests", "errors", "prompt_tokens", "completion_tokens", "reasoning_t
 KEY_COLUMNS = ("organization_id", "dimension", "bucket", "value")
 VALUE_COLUMNS = SUMS + BIN_FIELDS
 FAILED = "failed"
+ROWS_PER_STATEMENT = 400  # x 37 parameters: within SQLite's 32,766 and PostgreSQL's 65,535
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -72,12 +74,13 @@ def _sums(rows: Iterable) -> dict[tuple, list]:
     return totals
 
 
-def _upsert_sql() -> str:
+def _upsert_sql(rows: int) -> str:
     table = connection.ops.quote_name(UsageRollup._meta.db_table)
     columns = KEY_COLUMNS + VALUE_COLUMNS
     updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in VALUE_COLUMNS)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * rows)
     return (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "
         f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}"
     )
 
@@ -102,8 +105,11 @@ def rollup_generations(rows: list) -> None:
     totals = _sums(rows)
     if not totals:
         return
+    params = _params(totals)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(_upsert_sql(), _params(totals))
+            for first in range(0, len(params), ROWS_PER_STATEMENT):
+                chunk = params[first : first + ROWS_PER_STATEMENT]
+                cursor.execute(_upsert_sql(len(chunk)), [value for row in chunk for value in row])
     except DatabaseError:
         logger.exception("usage rollup of %d generation rows failed; `manage.py rollup_usage` rebuilds it", len(rows))
