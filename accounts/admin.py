@@ -41,9 +41,10 @@ class WorkspaceAdmin(admin.ModelAdmin):
         "include_byok_in_budgets",
         "requests_per_minute",
         "tokens_per_minute",
+        "response_cache_enabled",
         "created_at",
     )
-    list_filter = ("organization",)
+    list_filter = ("organization", "response_cache_enabled")
     search_fields = ("name", "slug", "id")
     readonly_fields = ("id", "default_guardrail_id", "created_at", "updated_at")
     inlines = [WorkspaceMemberInline]

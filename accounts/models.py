@@ -119,6 +119,11 @@ class Workspace(RateLimitedModel, TimestampedModel):
     io_logging_sampling_rate = models.FloatField(
         default=1.0, help_text="Share of generations (0.0001..1) whose input and output destinations receive"
     )
+    response_cache_enabled = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="Cache the answers of this workspace's requests unless a request sends X-Service-Cache: disabled",
+    )
 
     class Meta:
         ordering = ["created_at"]

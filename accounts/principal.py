@@ -38,6 +38,7 @@ class Principal:
     tokens_per_minute: int | None = None
     workspace_requests_per_minute: int | None = None
     workspace_tokens_per_minute: int | None = None
+    response_cache: bool = False  # the workspace caches answers by default (responsecache/)
 
     # DRF reads request.user.is_authenticated.
     is_authenticated = True
@@ -61,6 +62,7 @@ class Principal:
             tokens_per_minute=key.tokens_per_minute,
             workspace_requests_per_minute=key.workspace.requests_per_minute,
             workspace_tokens_per_minute=key.workspace.tokens_per_minute,
+            response_cache=key.workspace.response_cache_enabled,
         )
 
     def check_usable(self) -> None:

@@ -193,6 +193,7 @@ class WorkspaceSerializer(GatewayModelSerializer):
             "is_observability_io_logging_enabled",
             "io_logging_sampling_rate",
             "io_logging_api_key_ids",
+            "response_cache_enabled",
             "is_data_discount_logging_enabled",
             "default_text_model",
             "default_image_model",
@@ -230,6 +231,9 @@ class WorkspaceWriteSerializer(_RateLimitWriteFields):
     is_observability_broadcast_enabled = serializers.BooleanField(required=False)
     is_observability_io_logging_enabled = serializers.BooleanField(required=False)
     io_logging_sampling_rate = serializers.FloatField(min_value=0.0001, max_value=1, required=False)
+    response_cache_enabled = serializers.BooleanField(
+        required=False, help_text="Cache answers by default (docs/cache.md); a request opts out with X-Service-Cache"
+    )
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

@@ -71,11 +71,13 @@ def _unique_slug(organization: Organization, base: str) -> str:
     return slug
 
 
-# Workspace switches that observability honours (observability.selectors reads them with the destinations).
+# Workspace switches: those observability honours (observability.selectors reads them with the destinations) and
+# the response cache's default (responsecache/policy.py reads it from the key's principal).
 WORKSPACE_SETTING_FIELDS = (
     "is_observability_broadcast_enabled",
     "is_observability_io_logging_enabled",
     "io_logging_sampling_rate",
+    "response_cache_enabled",
 )
 
 
@@ -92,7 +94,7 @@ def workspace_create(
 ) -> Workspace:
     """Create a workspace; without `slug` one is derived from the name. A taken slug → 409.
 
-    `settings` holds the observability switches (WORKSPACE_SETTING_FIELDS) the body sent.
+    `settings` holds the switches (WORKSPACE_SETTING_FIELDS) the body sent.
     """
     if slug is None:
         slug = _unique_slug(organization, name)

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "rankings",
     "audit",
     "analytics",
+    "responsecache",
 ]
 
 MIDDLEWARE = [
@@ -225,6 +226,7 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
         "presets.middleware.PresetMiddleware",
         "guardrails.middleware.GuardrailMiddleware",
         "ratelimits.middleware.RateLimitMiddleware",
+        "responsecache.middleware.ResponseCacheMiddleware",  # after auth, guardrails, rate limits; before budgets
         "budgets.middleware.BudgetMiddleware",
         "inference.middleware.AccountingMiddleware",
     ],
@@ -238,6 +240,20 @@ GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_
 GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
 # Unknown bearer keys accepted per client address per minute (both planes) before that address gets 429.
 GATEWAY_AUTH_FAILURES_PER_MINUTE = env.int("GATEWAY_AUTH_FAILURES_PER_MINUTE", default=60)
+
+# Response cache (responsecache/, docs/cache.md): opt-in per request (X-Service-Cache: enabled) or per workspace.
+# Entries live in this Redis (default REDIS_URL; empty: the database), and in the database while Redis fails (calls
+# time out after GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS; the database is used for GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS
+# after a failure). TTLs in seconds: the default when the request sends no X-Service-Cache-TTL, and the largest
+# accepted. An answer larger than MAX_ENTRY_BYTES is not stored; an organization keeps at most MAX_ENTRIES entries
+# (the ones closest to expiry are dropped first), so its cache holds at most MAX_ENTRIES x MAX_ENTRY_BYTES.
+GATEWAY_RESPONSE_CACHE_REDIS_URL = env.str("GATEWAY_RESPONSE_CACHE_REDIS_URL", default=REDIS_URL)
+GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS = env.int("GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS", default=500)
+GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS = env.int("GATEWAY_RESPONSE_CACHE_REDIS_RETRY_MS", default=1000)
+GATEWAY_RESPONSE_CACHE_DEFAULT_TTL = env.int("GATEWAY_RESPONSE_CACHE_DEFAULT_TTL", default=300)
+GATEWAY_RESPONSE_CACHE_MAX_TTL = env.int("GATEWAY_RESPONSE_CACHE_MAX_TTL", default=86400)
+GATEWAY_RESPONSE_CACHE_MAX_ENTRY_BYTES = env.int("GATEWAY_RESPONSE_CACHE_MAX_ENTRY_BYTES", default=1048576)
+GATEWAY_RESPONSE_CACHE_MAX_ENTRIES = env.int("GATEWAY_RESPONSE_CACHE_MAX_ENTRIES", default=10000)
 
 # Budgets: a request's spend hold is released after this many seconds if its process died before settling
 # it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
@@ -310,6 +326,13 @@ GATEWAY_GUARDRAIL_PHONE_REGIONS = env.list("GATEWAY_GUARDRAIL_PHONE_REGIONS", de
 # Fernet keys for BYOK and destination secrets, comma separated; the first one encrypts.
 GATEWAY_BYOK_ENCRYPTION_KEYS = env.list("GATEWAY_BYOK_ENCRYPTION_KEYS", default=[])
 
+# Observability (docs/observability.md, "Storage"): each generation's trace is stored once, encrypted with the
+# keys above, its JSON cut to this many bytes (the longest request/answer strings first, marked `truncated`);
+# a stored trace is deleted when its deliveries are done, and after this many days in any case. The other
+# GATEWAY_OBSERVABILITY_* settings are read by the worker (observability/conf.py).
+GATEWAY_OBSERVABILITY_MAX_BODY_BYTES = env.int("GATEWAY_OBSERVABILITY_MAX_BODY_BYTES", default=1_048_576)
+GATEWAY_OBSERVABILITY_BODY_RETENTION_DAYS = env.float("GATEWAY_OBSERVABILITY_BODY_RETENTION_DAYS", default=7.0)
+
 # `max_tokens` sent to Anthropic when the request has no `max_output_tokens` (the Messages API requires it).
 GATEWAY_ANTHROPIC_MAX_TOKENS = env.int("GATEWAY_ANTHROPIC_MAX_TOKENS", default=4096)
 
@@ -335,6 +358,8 @@ GATEWAY_WEB_FETCH_TIMEOUT = env.float("GATEWAY_WEB_FETCH_TIMEOUT", default=10.0)
 GATEWAY_WEB_FETCH_MAX_BYTES = env.int("GATEWAY_WEB_FETCH_MAX_BYTES", default=2 * 1024 * 1024)
 GATEWAY_WEB_FETCH_MAX_CHARS = env.int("GATEWAY_WEB_FETCH_MAX_CHARS", default=20_000)
 GATEWAY_WEB_FETCH_MAX_REDIRECTS = env.int("GATEWAY_WEB_FETCH_MAX_REDIRECTS", default=5)
+# The file-parser plugin: at most this many pages of a PDF are turned into text (a request may ask for fewer).
+GATEWAY_FILE_PARSER_MAX_PAGES = env.int("GATEWAY_FILE_PARSER_MAX_PAGES", default=100)
 
 LOGGING = {
     "version": 1,

@@ -17,6 +17,7 @@ API_APPS = [
     "inference",
     "audit",
     "analytics",
+    "responsecache",
 ]
 
 handler404 = "gateway_project.api.middleware.not_found_view"

@@ -17,6 +17,7 @@ from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limi
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
+from inference.routers.options import SLUG_ROUTERS
 
 _policies = PolicyCache("guardrail-policies")
 _EMPTY = EffectivePolicy()
@@ -106,6 +107,8 @@ class GuardrailMiddleware:
         if not policy.allowed_model_sets and not policy.ignored_models:
             return
         model = ctx.body.get("model")
+        if model in SLUG_ROUTERS:
+            return  # a router chooses the model among those the guardrails allow (inference/routers)
         if isinstance(model, str) and model and not policy.model_allowed(model):
             raise _refusal(f"Model '{model}' is not allowed by a guardrail", {"model": model})
         models = [m for m in ctx.body.get("models") or () if isinstance(m, str)]

@@ -184,6 +184,7 @@ def build_generation(ctx: Context) -> Generation:
         reasoning_tokens=usage.reasoning_tokens,
         cost=cost,
         usage_estimated=usage.estimated,
+        cache_hit=outcome.cache_hit,
         is_byok=outcome.credential_is_byok,
         streamed=ctx.stream,
         ingress_format=ctx.ingress_format,

@@ -39,7 +39,7 @@ class EndpointInline(admin.TabularInline):
 
 @admin.register(Model)
 class ModelAdmin(admin.ModelAdmin):
-    list_display = ("slug", "canonical_slug", "vendor", "public", "context_length", "enabled")
+    list_display = ("slug", "canonical_slug", "vendor", "public", "context_length", "quality_scores", "enabled")
     list_filter = ("vendor", "public", "enabled")
     search_fields = ("slug", "canonical_slug", "name")
     inlines = [EndpointInline]

@@ -20,6 +20,7 @@ from django.db import transaction
 from gateway_project.netguard import url_problem
 from inference.models import ApiFormat, Endpoint, Model, Provider
 from inference.provider_config import key_env_problem, timeouts_problem
+from inference.routers.quality import quality_scores_problem
 
 PROVIDER_FIELDS = (
     "name",
@@ -41,6 +42,7 @@ MODEL_FIELDS = (
     "input_modalities",
     "output_modalities",
     "context_length",
+    "quality_scores",
     "enabled",
 )
 ENDPOINT_FIELDS = (
@@ -192,6 +194,8 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
         slug = _require(entry, "slug", where)
         defaults = {f: entry[f] for f in MODEL_FIELDS if f in entry}
         _check_output_modalities(entry.get("output_modalities"), where)
+        if problem := quality_scores_problem(entry.get("quality_scores")):
+            raise CatalogError(f"{where}: 'quality_scores' {problem}")
         defaults.setdefault("canonical_slug", slug)
         defaults.setdefault("vendor", slug.split("/", 1)[0])
         summary.upsert(Model, {"slug": slug}, defaults, update=update)

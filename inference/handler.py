@@ -34,6 +34,7 @@ from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
 
 T = TypeVar("T")
+SHAPE_KEY = "inference.plugins.shape"  # ctx.extras: (body, candidate) -> the body that candidate is sent
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # Fields the gateway consumes itself; they never go upstream.
 GATEWAY_FIELDS = frozenset(
@@ -235,14 +236,23 @@ async def call_with_fallback(
     """
     errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
+    shape = ctx.extras.get(SHAPE_KEY)  # plugins that rewrite the body per candidate (inference.plugins)
     for candidate in candidates:
+        sent = body
+        if shape is not None:
+            try:
+                sent = shape(body, candidate)
+            except ProviderError as error:  # a plugin cannot serve this candidate (a file it cannot read, ...)
+                _attempt(ctx, candidate, "skipped_by_plugin")
+                errors.append((candidate, error))
+                continue
         credentials = await credentials_for(ctx, candidate)
         if not credentials:
             _attempt(ctx, candidate, "no_credentials")
             continue
         for cred in credentials:
             call = UpstreamCall(
-                body=with_output_cap(body, ctx, candidate),
+                body=with_output_cap(sent, ctx, candidate),
                 upstream_model=candidate.upstream_model,
                 base_url=candidate.base_url,
                 credential=cred,

@@ -68,6 +68,12 @@ class Model(models.Model):
     input_modalities = models.JSONField(default=list, blank=True)
     output_modalities = models.JSONField(default=list, blank=True)
     context_length = models.PositiveIntegerField(default=0)
+    quality_scores = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Operator-set quality, 0 to 1, per prompt category for the routers (docs/plugins.md): "
+        '{"default": 0.7, "programming": 0.9}; keys: "default" or a rankings category',
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -77,6 +83,14 @@ class Model(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        from inference.routers.quality import quality_scores_problem
+
+        if problem := quality_scores_problem(self.quality_scores):
+            raise ValidationError({"quality_scores": problem})
 
 
 class Endpoint(models.Model):
@@ -172,6 +186,9 @@ class Generation(models.Model):
         default=False, help_text="The upstream reported no usage (or the request was cut): cost from the estimate"
     )
     is_byok = models.BooleanField(default=False)
+    cache_hit = models.BooleanField(
+        default=False, db_default=False, help_text="Answered from the response cache: no provider call, cost 0"
+    )
     streamed = models.BooleanField(default=False)
     ingress_format = models.CharField(
         max_length=20,

@@ -22,6 +22,9 @@ from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
+from inference.routers.quality import as_pairs
+from inference.routers.route import remember_pin, route_model
+from inference.routers.select import clear_pins
 
 _catalog = PolicyCache("catalog")
 MILLION = Decimal(1_000_000)
@@ -83,6 +86,7 @@ def candidate_from_endpoint(endpoint: Endpoint) -> Candidate:
         max_audio_tokens=endpoint.max_audio_tokens,
         max_file_tokens=endpoint.max_file_tokens,
         timeout_overrides=tuple(sorted((provider.timeouts or {}).items())),
+        quality_scores=as_pairs(model.quality_scores),
     )
 
 
@@ -112,6 +116,7 @@ def clear_caches() -> None:
     _catalog.clear()
     _sticky.clear()
     _variants.clear()
+    clear_pins()
 
 
 def requested_models(body: dict[str, Any]) -> list[str]:
@@ -243,6 +248,7 @@ def _sticky_first(key: tuple[Any, str], candidates: list[Candidate]) -> list[Can
 
 def remember_session(ctx: Context, candidate: Candidate) -> None:
     """Sticky routing: the next request of this session (in this organization) tries the same endpoint first."""
+    remember_pin(ctx)
     if not ctx.session_id:
         return
     key = _session_key(ctx)
@@ -297,12 +303,13 @@ def select_candidates(
     before each endpoint of such a provider, the endpoint as those keys declare it: the filters (guardrail
     ZDR, `provider.zdr`) then judge the declaration, and byok.routing tries that variant with those keys only.
     """
-    names = requested_models(ctx.body)
+    embeddings = ctx.ingress_format == EMBEDDINGS
+    chosen = None if embeddings else route_model(ctx, snapshot, _usable_by(ctx, declared_zdr))
+    names = [chosen] if chosen else requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
     model_rank: dict[str, int] = {}
-    embeddings = ctx.ingress_format == EMBEDDINGS
     for name in names:
         endpoints = snapshot.get(name)
         if endpoints is None:
@@ -316,6 +323,23 @@ def select_candidates(
                 if variant not in candidates:
                     candidates.append(variant)
     return _order(ctx, _apply_filters(ctx, candidates), model_rank)
+
+
+def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None):
+    """For the routers: None when an endpoint (or its BYOK-declared variant) passes every filter of the request,
+    else the reason of the first filter that refuses it."""
+    checks = _preference_filters(ctx.body.get("provider") or {}, ctx.body)
+    checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
+
+    def usable(candidate: Candidate) -> str | None:
+        reason = None
+        for variant in (*_declared_variants(ctx, candidate, declared_zdr), candidate):
+            reason = next((why for why, allows in checks if not allows(variant)), None)
+            if reason is None:
+                return None
+        return reason
+
+    return usable
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:

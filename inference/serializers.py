@@ -163,6 +163,7 @@ class GenerationSerializer(serializers.Serializer):
     streamed = serializers.BooleanField()
     cancelled = serializers.SerializerMethodField(help_text="The client went away before the answer was complete")
     is_byok = serializers.BooleanField()
+    cache_hit = serializers.BooleanField(help_text="Answered from the response cache (no provider call, cost 0)")
     tokens_prompt = serializers.IntegerField(source="input_tokens")
     tokens_completion = serializers.IntegerField(source="output_tokens")
     tokens_reasoning = serializers.IntegerField(source="reasoning_tokens")

@@ -158,6 +158,13 @@ def _rule_test(rule: dict) -> Callable[[dict], bool]:
     return lambda record: test(record.get(field))
 
 
+def reads_io(rules: dict | None) -> bool:
+    """Whether an enabled rule set tests the `input` or `output` text."""
+    if not rules or not rules.get("enabled", True):
+        return False
+    return any(rule["field"] in ("input", "output") for group in rules.get("groups", []) for rule in group["rules"])
+
+
 def compile_filter_rules(rules: dict | None) -> Callable[[dict], bool] | None:
     """A predicate over a filter record (see `payload.filter_record`), or None when everything passes."""
     if not rules or not rules.get("enabled", True) or not rules.get("groups"):

@@ -90,21 +90,51 @@ class Destination(models.Model):
 class DeliveryStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     DELIVERED = "delivered", "Delivered"
+    FILTERED = "filtered", "Filtered out"
     DEAD = "dead", "Dead"
+
+
+# Statuses after which a row needs its trace body no more (dead rows keep it: the admin may retry them).
+FINISHED_STATUSES = (DeliveryStatus.DELIVERED, DeliveryStatus.FILTERED)
+
+
+class TraceBody(models.Model):
+    """The trace of one generation (request and answer included), stored once for all its deliveries.
+
+    `data` is a Fernet token (gateway_project.encryption, the keys of GATEWAY_BYOK_ENCRYPTION_KEYS) of the
+    record's JSON, cut to GATEWAY_OBSERVABILITY_MAX_BODY_BYTES (observability/bodies.py). The worker builds
+    each destination's payload from it at delivery time and deletes it when no delivery needs it any more.
+    """
+
+    generation_id = models.UUIDField(primary_key=True)
+    data = models.TextField()
+    size = models.PositiveIntegerField(help_text="Bytes of the record's JSON before encryption")
+    truncated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        verbose_name = "trace body"
+
+    def __str__(self) -> str:
+        return f"{self.generation_id} ({self.size} bytes)"
 
 
 class OutboxEntry(models.Model):
     """One trace to deliver to one destination, written in the same transaction as its Generation row.
 
-    `payload` is the trace snapshot taken at write time (privacy mode and broadcast flags already applied);
-    the worker turns it into the destination's wire format at delivery time. A worker claims a row by
-    setting `claim_token` and pushing `next_attempt_at` past its lease, so a crashed worker's rows come back.
+    The row is light: the trace itself is the generation's one TraceBody, turned into this destination's
+    payload (privacy mode, broadcast flags, filter rules, wire format) by the worker at delivery time.
+    `include_io` is the workspace's I/O logging decision, taken at write time. `payload` is only set on rows
+    queued by versions that copied the trace into every row; the worker delivers those as they are. A worker
+    claims a row by setting `claim_token` and pushing `next_attempt_at` past its lease, so a crashed worker's
+    rows come back.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="outbox")
     generation_id = models.UUIDField(db_index=True)
-    payload = models.JSONField()
+    include_io = models.BooleanField(default=True)
+    payload = models.JSONField(null=True, blank=True, help_text="Rows queued before trace bodies only")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField()
@@ -112,7 +142,7 @@ class OutboxEntry(models.Model):
     last_error = models.TextField(blank=True, default="")
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True, help_text="When delivered or filtered out")
 
     class Meta:
         ordering = ["created_at"]

@@ -1,7 +1,9 @@
-"""The trace snapshot of one generation, taken when its outbox rows are written (DECISIONS.md §5).
+"""The trace of one generation (DECISIONS.md §5).
 
-`base_trace` is built once per generation; `trace_for` applies one destination's privacy mode and
-broadcast flags to it. The result is JSON (what `webhook` receives as is; the other senders translate it).
+`base_trace` is built once per generation when it is recorded, and stored (observability/bodies.py); at
+delivery time the worker tests a destination's `filter_rules` against `filter_record(trace)` and applies its
+privacy mode and broadcast flags with `trace_for`. The result is JSON (what `webhook` receives as is; the
+other senders translate it).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ HIDDEN_HEADERS = frozenset(
 MAX_TEXT = 100_000
 
 
-TRIMMED = ("cost", "cost_allocation", "identity", "request_context", "_filter")
+TRIMMED = ("cost", "cost_allocation", "identity", "request_context")
 
 
 def cost_allocation(generation, candidate) -> dict | None:
@@ -160,7 +162,6 @@ def base_trace(generation, ctx) -> dict:
             "end_user_id": end_user,
         },
         "request_context": _request_context(ctx, body),
-        "_filter": filter_record(generation, ctx, body, outcome, end_user),
     }
 
 
@@ -176,22 +177,23 @@ def _request_context(ctx, body: dict) -> dict:
     }
 
 
-def filter_record(generation, ctx, body: dict, outcome, end_user) -> dict:
-    """The values `filter_rules` are evaluated against."""
-    principal = getattr(ctx, "principal", None)
+def filter_record(trace: dict) -> dict:
+    """The values `filter_rules` are evaluated against, from a stored trace (`base_trace`)."""
+    identity = trace.get("identity") or {}
+    usage = trace.get("usage") or {}
     return {
-        "model": generation.model or generation.requested_model,
-        "provider": generation.provider,
-        "session_id": generation.session_id,
-        "user_id": end_user or (str(generation.user_id) if generation.user_id else None),
-        "api_key_name": getattr(principal, "key_name", None),
-        "finish_reason": generation.finish_reason,
-        "input": input_text(body),
-        "output": getattr(outcome, "output_text", "") or "",
-        "total_cost": generation.cost,
-        "total_tokens": generation.input_tokens + generation.output_tokens,
-        "prompt_tokens": generation.input_tokens,
-        "completion_tokens": generation.output_tokens,
+        "model": trace.get("model") or trace.get("requested_model"),
+        "provider": trace.get("provider"),
+        "session_id": trace.get("session_id"),
+        "user_id": identity.get("end_user_id") or identity.get("user_id"),
+        "api_key_name": identity.get("api_key_name"),
+        "finish_reason": trace.get("finish_reason"),
+        "input": input_text(trace),
+        "output": trace.get("output_text") or "",
+        "total_cost": (trace.get("cost") or {}).get("total_cost"),
+        "total_tokens": usage.get("total_tokens"),
+        "prompt_tokens": usage.get("input_tokens"),
+        "completion_tokens": usage.get("output_tokens"),
     }
 
 
@@ -202,7 +204,7 @@ def trace_for(base: dict, destination, *, include_io: bool = True) -> dict:
     trace["privacy_mode"] = destination.privacy_mode or not include_io
     if trace["privacy_mode"]:
         for key in ("instructions", "input", "output_text", "output"):
-            trace.pop(key)
+            trace.pop(key, None)
     if destination.broadcast_generation_cost:
         trace["cost"] = base["cost"]
     if getattr(destination, "broadcast_generation_cost_allocation", False) and base.get("cost_allocation"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from observability.services import outbox_record
+from observability.outbox import outbox_record
 
 
 def on_generation_recorded(sender, *, generation, ctx=None, **kwargs) -> None:

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from accounts.models import Workspace
 from accounts.selectors import workspace_get
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_versions import on_scope_change
-from observability.filters import compile_filter_rules
+from observability.filters import reads_io
 from observability.models import Destination
 
 
 @dataclass(frozen=True, slots=True)
 class DestinationRoute:
-    """What the outbox receiver needs of a destination, cached per policy version (no ORM on the hot path)."""
+    """What the outbox receiver needs of a destination, cached per policy version (no ORM on the hot path).
+
+    `filter_rules` are not here: the delivery worker evaluates them; `reads_io` says whether they read the
+    input or output text (which must then be stored even when no destination receives it)."""
 
     id: uuid.UUID
     api_key_hashes: frozenset[str] | None
     sampling_rate: float
-    matches: Callable[[dict], bool] | None
+    reads_io: bool
     privacy_mode: bool
     broadcast_generation_cost: bool
     broadcast_generation_identity: bool
@@ -72,7 +74,7 @@ def _load_routes(workspace_id) -> tuple[DestinationRoute, ...]:
             id=d.id,
             api_key_hashes=frozenset(d.api_key_hashes) if d.api_key_hashes is not None else None,
             sampling_rate=d.sampling_rate,
-            matches=compile_filter_rules(d.filter_rules),
+            reads_io=reads_io(d.filter_rules),
             privacy_mode=d.privacy_mode,
             broadcast_generation_cost=d.broadcast_generation_cost,
             broadcast_generation_identity=d.broadcast_generation_identity,

@@ -1,4 +1,5 @@
-"""Writes of the observability app: destinations (create, update, soft delete) and outbox rows."""
+"""Writes of the observability app: destinations (create, update, soft delete) and outbox rows (the write of
+every generation's deliveries is observability/outbox.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import logging
 import re
 import uuid
 
-import orjson
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Organization, Workspace
@@ -15,9 +15,14 @@ from accounts.selectors import organization_keys
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.encryption import EncryptionNotConfigured, mask_secret
 from observability.filters import FilterRulesError, validate_filter_rules
-from observability.models import MAX_DESTINATIONS_PER_TYPE, DeliveryStatus, Destination, OutboxEntry
-from observability.payload import base_trace, sampled, trace_for
-from observability.selectors import workspace_routes
+from observability.models import (
+    FINISHED_STATUSES,
+    MAX_DESTINATIONS_PER_TYPE,
+    DeliveryStatus,
+    Destination,
+    OutboxEntry,
+)
+from observability.outbox import outbox_record  # noqa: F401  (the accounting receiver's entry point)
 from observability.types import TYPE_SPECS, validate_config
 
 logger = logging.getLogger("gateway.observability")
@@ -165,103 +170,6 @@ def destination_delete(*, destination: Destination) -> None:
     destination.save(update_fields=["deleted_at", "enabled", "updated_at"])
 
 
-_OUTBOX_COLUMNS = (
-    "id",
-    "destination_id",
-    "generation_id",
-    "payload",
-    "status",
-    "attempts",
-    "next_attempt_at",
-    "last_error",
-    "created_at",
-)
-
-
-# A JSON `\u0000` escape (preceded by an even number of backslashes): PostgreSQL's jsonb rejects it.
-_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
-
-
-def _json_text(payload: dict) -> str:
-    """The payload as JSON text, without NUL characters (one in a prompt must not fail the Generation write)."""
-    text = orjson.dumps(payload, default=str).decode()
-    return _NUL_ESCAPE.sub(r"\1", text) if "\\u0000" in text else text
-
-
-def _insert_outbox(rows: list[tuple[uuid.UUID, dict]], generation_id, now) -> None:
-    """One INSERT of the outbox rows, without the ORM's per-instance overhead (this runs for every request).
-
-    Values are adapted once per call: UUIDs and the timestamp by the backend's own adapters, the payload
-    serialized with orjson (PostgreSQL casts the text parameter to jsonb).
-    """
-    ops = connection.ops
-    uuid_field = OutboxEntry._meta.pk
-    when = ops.adapt_datetimefield_value(now)
-    generation = uuid_field.get_db_prep_value(generation_id, connection)
-    columns = ", ".join(ops.quote_name(name) for name in _OUTBOX_COLUMNS)
-    placeholders = ", ".join(["%s"] * len(_OUTBOX_COLUMNS))
-    sql = f"INSERT INTO {ops.quote_name(OutboxEntry._meta.db_table)} ({columns}) VALUES ({placeholders})"
-    params = [
-        (
-            uuid_field.get_db_prep_value(uuid.uuid4(), connection),
-            uuid_field.get_db_prep_value(destination_id, connection),
-            generation,
-            _json_text(payload),
-            DeliveryStatus.PENDING.value,
-            0,
-            when,
-            "",
-            when,
-        )
-        for destination_id, payload in rows
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
-
-
-def outbox_record(*, generation, ctx) -> int:
-    """Write one outbox row per matching destination of the generation's workspace; returns how many.
-
-    Runs inside the transaction that saves the Generation (receiver of `generation_recorded`), so a trace is
-    queued exactly when its generation is recorded. Matching: enabled, key allowlist, sampling (decided from
-    a hash of the two ids), filter rules.
-    """
-    try:
-        routes = workspace_routes(
-            workspace_id=generation.workspace_id, policy_version=getattr(ctx, "policy_version", None)
-        )
-        if not routes:
-            return 0
-        rows = _matching_rows(routes, generation, ctx)
-        if rows:
-            with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it
-                _insert_outbox(rows, generation.id, timezone.now())
-    except Exception:
-        logger.exception("could not queue the traces of generation %s", generation.id)
-        return 0
-    return len(rows)
-
-
-def _matching_rows(routes, generation, ctx) -> list[tuple[uuid.UUID, dict]]:
-    base = None
-    rows = []
-    region = getattr(ctx, "region", None) or "global"
-    for route in routes:
-        if route.api_key_hashes is not None and generation.key_hash not in route.api_key_hashes:
-            continue
-        if route.regions is not None and region not in route.regions:
-            continue
-        if not sampled(generation.id, route.id, route.sampling_rate):
-            continue
-        if base is None:
-            base = base_trace(generation, ctx)
-        if route.matches is not None and not route.matches(base["_filter"]):
-            continue
-        include_io = route.io_logging and sampled(generation.id, generation.workspace_id, route.io_sampling_rate)
-        rows.append((route.id, trace_for(base, route, include_io=include_io)))
-    return rows
-
-
 def outbox_entry_retry(*, entries) -> int:
     """Put dead (or any undelivered) rows back in the queue with a fresh attempt budget."""
     return (
@@ -272,8 +180,9 @@ def outbox_entry_retry(*, entries) -> int:
 
 
 def outbox_purge_delivered(*, older_than) -> int:
-    """Delete delivered rows delivered before `older_than` (dead rows stay for the admin); returns how many."""
-    deleted, _ = OutboxEntry.objects.filter(status=DeliveryStatus.DELIVERED, delivered_at__lt=older_than).delete()
+    """Delete delivered and filtered-out rows finished before `older_than` (dead rows stay for the admin);
+    returns how many."""
+    deleted, _ = OutboxEntry.objects.filter(status__in=FINISHED_STATUSES, delivered_at__lt=older_than).delete()
     return deleted
 
 

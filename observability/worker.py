@@ -4,6 +4,9 @@
   `next_attempt_at` pushed past the delivery time limit), so concurrent workers never take the same row; on
   SQLite a compare-and-set UPDATE per row does the same. A worker that dies mid-delivery loses its lease and
   the row is claimed again when the lease ends.
+- Payload: built here from the generation's stored trace (observability/bodies.py, decrypted), after the
+  destination's `filter_rules` (RE2) let it through; a row they do not is `filtered` (not sent, kept like a
+  delivered one). A row whose trace is gone (retention) or cannot be decrypted is dead.
 - Outcome: 2xx delivered; network errors, 408/425/429 and 5xx retried with exponential backoff and jitter
   (or after `Retry-After` when the receiver sends one); other 4xx and unsupported types go dead at once;
   after `max_attempts` a row is dead. Dead rows are listed in the admin with their last error and a retry
@@ -27,7 +30,9 @@ from django.utils import timezone
 
 from gateway_project.netguard import url_problem
 from observability.conf import setting
-from observability.models import DeliveryStatus, OutboxEntry
+from observability.delivery import Undeliverable, delivery_payload
+from observability.models import DeliveryStatus, OutboxEntry, TraceBody
+from observability.outbox import bodies_purge, body_release, body_retention
 from observability.senders import DeliveryNotSupported, build_request, response_problem
 from observability.services import outbox_purge_delivered
 
@@ -37,6 +42,7 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429})
 MAX_RETRY_AFTER_SECONDS = 3600
 MAX_ERROR_LENGTH = 1000
 PURGE_INTERVAL_SECONDS = 600
+FILTERED_OUT = "filtered out by the destination's filter_rules"
 
 
 @dataclass
@@ -98,12 +104,15 @@ def claim(limit: int, lease: timedelta) -> list[OutboxEntry]:
     if connection.features.has_select_for_update_skip_locked:
         with transaction.atomic():
             ids = list(due.select_for_update(skip_locked=True).values_list("id", flat=True)[:limit])
-            OutboxEntry.objects.filter(id__in=ids).update(claim_token=token, next_attempt_at=now + lease)
+            claimed = OutboxEntry.objects.filter(id__in=ids).update(claim_token=token, next_attempt_at=now + lease)
     else:
+        claimed = 0
         for row_id, due_at in list(due.values_list("id", "next_attempt_at")[:limit]):
-            OutboxEntry.objects.filter(id=row_id, status=DeliveryStatus.PENDING, next_attempt_at=due_at).update(
-                claim_token=token, next_attempt_at=now + lease
-            )
+            claimed += OutboxEntry.objects.filter(
+                id=row_id, status=DeliveryStatus.PENDING, next_attempt_at=due_at
+            ).update(claim_token=token, next_attempt_at=now + lease)
+    if not claimed:  # an idle poll: no second query
+        return []
     return list(OutboxEntry.objects.filter(claim_token=token).select_related("destination"))
 
 
@@ -138,15 +147,17 @@ class Worker:
         logger.info("observability worker stopped")
 
     def purge(self) -> int:
-        """Delete rows delivered more than `retention_days` ago (dead rows are kept)."""
+        """Delete rows delivered or filtered out more than `retention_days` ago (dead rows are kept), and the
+        stored traces no delivery needs or older than the body retention. Returns how many rows."""
         try:
-            older_than = timezone.now() - timedelta(days=self.config.retention_days)
-            deleted = outbox_purge_delivered(older_than=older_than)
+            now = timezone.now()
+            deleted = outbox_purge_delivered(older_than=now - timedelta(days=self.config.retention_days))
+            bodies = bodies_purge(older_than=now - body_retention())
         except DatabaseError:
             logger.exception("observability worker: could not purge delivered rows")
             return 0
-        if deleted:
-            logger.info("purged %s delivered outbox rows", deleted)
+        if deleted or bodies:
+            logger.info("purged %s delivered outbox rows and %s stored traces", deleted, bodies)
         return deleted
 
     def _loop(self) -> None:
@@ -166,8 +177,10 @@ class Worker:
     def run_once(self) -> int:
         """Claim up to `batch_size` due rows and deliver them; returns how many rows were processed."""
         rows = claim(self.config.batch_size, self.config.lease)
+        wanted = {row.generation_id for row in rows if row.payload is None}
+        bodies = dict(TraceBody.objects.filter(pk__in=wanted).values_list("generation_id", "data")) if wanted else {}
         for row in rows:
-            self.deliver(row)
+            self.deliver(row, bodies.get(row.generation_id))
         return len(rows)
 
     def drain(self, rounds: int = 1000) -> int:
@@ -180,12 +193,18 @@ class Worker:
             total += processed
         return total
 
-    def deliver(self, row: OutboxEntry) -> None:
+    def deliver(self, row: OutboxEntry, token: str | None = None) -> None:
         destination = row.destination
         if destination.deleted_at is not None:
             return self._dead(row, "destination was deleted", None)
         try:
-            request = build_request(destination.type, row.payload, destination.full_config(), str(row.id))
+            payload = delivery_payload(row, token)
+        except Undeliverable as exc:
+            return self._dead(row, str(exc), None)
+        if payload is None:
+            return self._filtered(row)
+        try:
+            request = build_request(destination.type, payload, destination.full_config(), str(row.id))
         except DeliveryNotSupported as exc:
             return self._dead(row, str(exc), None)
         except Exception as exc:
@@ -211,6 +230,11 @@ class Worker:
 
     def _finish(self, row: OutboxEntry, **fields) -> None:
         OutboxEntry.objects.filter(id=row.id, claim_token=row.claim_token).update(claim_token=None, **fields)
+        if fields.get("status") in (DeliveryStatus.DELIVERED, DeliveryStatus.FILTERED):
+            body_release(row.generation_id)
+
+    def _filtered(self, row: OutboxEntry) -> None:
+        self._finish(row, status=DeliveryStatus.FILTERED, delivered_at=timezone.now(), last_error=FILTERED_OUT)
 
     def _delivered(self, row: OutboxEntry, status: int) -> None:
         self._finish(

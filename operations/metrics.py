@@ -55,6 +55,11 @@ REFUSALS = Counter(
 )
 TOKENS = Counter("gateway_tokens", "Tokens by model, provider and kind", ["model", "provider", "kind"])
 COST = Counter("gateway_cost_usd", "Cost billed to users, USD, by model and provider", ["model", "provider"])
+CACHE = Counter(
+    "gateway_response_cache",
+    "Requests that used the response cache, by result: hit, miss, bypass (docs/cache.md)",
+    ["result"],
+)
 OPEN_STREAMS = Gauge("gateway_open_streams", "Streamed answers in progress", multiprocess_mode="livesum")
 QUEUE_DEPTH = Gauge(
     "gateway_database_queue_depth",
@@ -95,7 +100,10 @@ def record_request(route: str, status: int, duration: float, ctx: Any | None) ->
         _record_attempts(attempts)
     elif status in REFUSAL_REASONS:
         child(REFUSALS, REFUSAL_REASONS[status]).inc()
-    if candidate is None:
+    cache = ctx.extras.get("responsecache.result")
+    if cache is not None:
+        child(CACHE, cache).inc()
+    if candidate is None or outcome.cache_hit:  # a cache hit used no provider tokens and cost nothing
         return
     if outcome.streamed and outcome.ttft_ms is not None:
         child(TTFT, model, provider).observe(outcome.ttft_ms / 1000)

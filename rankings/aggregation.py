@@ -4,7 +4,8 @@ One UTC day at a time: the database groups the day's rows (an index range scan o
 context bucket, modalities and tool use; the few grouped rows are written in one transaction that first
 deletes what an earlier run wrote for that day, so re-running a day gives the same rows (idempotent).
 The sampled dataset is rebuilt for the ISO week containing the day. `AggregatedDay` records finished days
-(resumable ranges, and `meta.as_of`).
+(resumable ranges, and `meta.as_of`). Cache hits (`Generation.cache_hit`, docs/cache.md) are left out: no model
+processed them.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _roomy_session() -> None:
 def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
     start, end = day_bounds(day)
     grouped = (
-        Generation.objects.filter(created_at__gte=start, created_at__lt=end, model__in=list(public))
+        Generation.objects.filter(created_at__gte=start, created_at__lt=end, model__in=list(public), cache_hit=False)
         .annotate(bucket=_context_bucket(), tool=Case(When(tool_calls__gt=0, then=Value(True)), default=Value(False)))
         .values("model", "model_permaslug", "bucket", "tool", "input_modalities", "output_modalities")
         .annotate(tokens=_tokens(), requests=Count("id"))
@@ -120,7 +121,7 @@ def _weekly_sampled_rows(week: date, public: dict[str, str]) -> list[WeeklySampl
     end = start + timedelta(days=7)
     grouped = (
         Generation.objects.filter(
-            created_at__gte=start, created_at__lt=end, model__in=list(public), category__isnull=False
+            created_at__gte=start, created_at__lt=end, model__in=list(public), category__isnull=False, cache_hit=False
         )
         .values("model", "model_permaslug", "category", "language_type")
         .annotate(tokens=_tokens())

@@ -21,8 +21,15 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference.ingress import chat_request, chat_response, messages_request, messages_response
-from inference.ingress.common import finish_outcome, mark_first_byte
+from inference.ingress import (
+    chat_loop,
+    chat_request,
+    chat_response,
+    messages_loop,
+    messages_request,
+    messages_response,
+)
+from inference.ingress.common import LoopAnswer, finish_outcome, mark_first_byte
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import CanonicalResult
 from inference.response import response_object, usage_object
@@ -77,11 +84,27 @@ class Ingress:
         return orjson.dumps(error.envelope())
 
     def check_server_tools(self, plan: Any) -> None:
-        """The server-tool loop (plugins, `service:` tools) writes Responses output: other formats refuse it."""
-        if self is RESPONSES:
-            return
-        field = "plugins" if plan.plugins else "tools"
-        raise validation_error(field, "is not supported on this endpoint: plugins and server tools run on /responses")
+        """400 naming a plugin or server tool whose answer this format cannot carry (Responses carries all)."""
+
+    def loop_json(self, ctx: Context, answer: LoopAnswer) -> bytes:
+        """The JSON answer of the server-tool loop (every turn's items, the summed usage and cost)."""
+        payload = response_object(
+            ctx,
+            status=answer.result.status,
+            output=answer.output,
+            usage=usage_object(answer.usage, answer.cost, answer.is_byok),
+            incomplete_reason=answer.result.incomplete_reason,
+            model=answer.candidate.model_slug,
+        )
+        return orjson.dumps(payload)
+
+    def loop_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        """The stream writer of the server-tool loop: `stream_writer`'s interface plus add_items / done_item (a
+        server-tool call starting / finished), `sources` (url → title, for citations) and finish(result, usage,
+        cost) (the end, with the totals of every turn)."""
+        from inference.servertools.stream import LoopStream
+
+        return LoopStream(ctx, responder, candidate, is_byok)
 
     def stream_error_frames(self, error: GatewayError) -> bytes:
         """The frames that end a stream whose head (and only keep-alive comments) went out before it failed."""
@@ -102,6 +125,12 @@ class ChatIngress(Ingress):
 
     def stream_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
         return chat_response.ChatStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
+
+    def loop_json(self, ctx: Context, answer: LoopAnswer) -> bytes:
+        return chat_loop.loop_completion_json(ctx, answer)
+
+    def loop_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        return chat_loop.ChatLoopStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
 
     def stream_error_frames(self, error: GatewayError) -> bytes:
         detail: dict[str, Any] = {"code": error.status, "message": error.message}
@@ -138,6 +167,17 @@ class MessagesIngress(Ingress):
 
     def stream_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
         return messages_response.MessagesStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
+
+    def check_server_tools(self, plan: Any) -> None:
+        kinds = [implementation.kind for implementation, _ in plan.server_tools.values()]
+        for kind in messages_loop.unsupported_kinds(kinds):
+            raise validation_error("tools", f"{kind} is not supported on /messages: its result has no Messages block")
+
+    def loop_json(self, ctx: Context, answer: LoopAnswer) -> bytes:
+        return messages_loop.loop_message_json(ctx, answer)
+
+    def loop_writer(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> Any:
+        return messages_loop.MessagesLoopStream(ctx, responder, candidate, is_byok, SSE_HEADERS)
 
     def error_body(self, error: GatewayError) -> bytes:
         return orjson.dumps(messages_response.error_payload(error))

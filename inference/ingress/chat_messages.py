@@ -1,5 +1,6 @@
 """Chat Completions `messages` → canonical input items (pure): system / developer / user messages with their
-content parts, assistant text, refusal and `tool_calls` (→ function_call items), tool messages (→
+content parts, assistant text, refusal and `tool_calls` (→ function_call items; an earlier answer's
+`annotations` are accepted and not sent upstream, the text carries its links), tool messages (→
 function_call_output). Every member is checked; a 400 names it (`messages[i]. ...`)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ MESSAGE_KEYS = {
     "system": {"role", "content"},
     "developer": {"role", "content"},
     "user": {"role", "content"},
-    "assistant": {"role", "content", "tool_calls", "refusal"},
+    "assistant": {"role", "content", "tool_calls", "refusal", "annotations"},
     "tool": {"role", "content", "tool_call_id"},
 }
 
@@ -125,6 +126,8 @@ def _assistant(path: str, message: dict[str, Any]) -> list[dict[str, Any]]:
         text = raw if isinstance(raw, str) else _joined([p for p in raw if p["type"] == "output_text"])
         if text:
             parts.append({"type": "output_text", "text": text, "annotations": []})
+    if message.get("annotations") is not None and not isinstance(message["annotations"], list):
+        raise validation_error(f"{path}.annotations", "must be an array")  # an earlier answer's citations: not sent
     refusal = message.get("refusal")
     if refusal is not None and not isinstance(refusal, str):
         raise validation_error(f"{path}.refusal", "must be a string")

@@ -6,11 +6,14 @@ client's own vocabulary) and returns the equivalent Responses body the pipeline 
 - `messages`: system / developer → system / developer messages; user content parts text → input_text,
   image_url → input_image, input_audio → input_audio, file → input_file; assistant text → an assistant
   message, its `tool_calls` → function_call items; tool → function_call_output;
-- `tools` (function) and `tool_choice`, `parallel_tool_calls`; `response_format` → `text.format`;
+- `tools` (function, with `function.defer_loading`; server tools `{type: "service:...", parameters}` as on
+  /responses) and `tool_choice` (also `{type: "service:..."}`), `parallel_tool_calls`, `max_tool_calls`,
+  `stop_server_tools_when`, `plugins` (the server-tool loop: inference.ingress.chat_loop);
+  `response_format` → `text.format`;
   `max_completion_tokens` / `max_tokens` → `max_output_tokens`; `reasoning` / `reasoning_effort` →
   `reasoning`; `verbosity` → `text.verbosity`; `stop`, `seed` and `logit_bias` are carried as they are
   (each provider adapter honours them or refuses the request with a 400 naming them);
-- gateway members (`models`, `provider`, `route`, `session_id`, `trace`, `metadata`, `plugins`, `user`,
+- gateway members (`models`, `provider`, `route`, `session_id`, `trace`, `metadata`, `user`,
   `top_k`, ...) are checked with the Responses rules and kept.
 
 Refused: `n` other than 1, `logprobs: true` / `top_logprobs` (no token log-probabilities are returned),
@@ -23,9 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference import schema
+from inference import schema, schema_parts
 from inference.ingress.chat_messages import message_items, refuse
 from inference.ingress.common import effort_values, is_int, require_list, require_object
+from inference.servertools.registry import is_server_tool
 
 # Members with the same name and meaning in a Responses body, checked by its own rules.
 SHARED = (
@@ -48,6 +52,8 @@ SHARED = (
     "prompt_cache_key",
     "service_tier",
     "stream",
+    "max_tool_calls",
+    "stop_server_tools_when",
 )
 MAX_STOP = 4
 
@@ -57,15 +63,22 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     for index, tool in enumerate(require_list("tools", tools)):
         path = f"tools[{index}]"
         tool = require_object(path, tool)
+        if is_server_tool(tool):  # a gateway server tool, in the Responses shape: {type: "service:...", parameters}
+            out.append(tool)
+            continue
         if tool.get("type") != "function":
-            raise refuse(f"{path}.type", "only function tools are accepted")
+            raise refuse(f"{path}.type", "only function tools and service: server tools are accepted")
+        unknown = set(tool) - {"type", "function"}
+        if unknown:
+            raise validation_error(f"{path}.{sorted(unknown)[0]}", "is not a member of a tool")
         function = require_object(f"{path}.function", tool.get("function"))
-        unknown = set(function) - {"name", "description", "parameters", "strict"}
+        unknown = set(function) - {"name", "description", "parameters", "strict", "defer_loading"}
         if unknown:
             raise validation_error(f"{path}.function.{sorted(unknown)[0]}", "is not a member of a function tool")
         converted = {"type": "function", **{k: v for k, v in function.items() if v is not None}}
         out.append(converted)
     schema.CHECKERS["tools"]("tools", out)
+    schema_parts.check_deferred_tools(out)
     return out
 
 
@@ -75,8 +88,12 @@ def _tool_choice(choice: Any) -> Any:
             raise validation_error("tool_choice", "must be auto, none, required or {type: function, function}")
         return choice
     choice = require_object("tool_choice", choice)
+    if is_server_tool(choice):  # OpenRouter's shape: the server tool named by its type
+        if set(choice) != {"type"}:
+            raise validation_error(f"tool_choice.{sorted(set(choice) - {'type'})[0]}", "is not a member")
+        return {"type": choice["type"]}
     if choice.get("type") != "function":
-        raise validation_error("tool_choice.type", "must be function")
+        raise validation_error("tool_choice.type", "must be function or a service: server tool type")
     function = require_object("tool_choice.function", choice.get("function"))
     if not isinstance(function.get("name"), str) or not function["name"]:
         raise validation_error("tool_choice.function.name", "is required")

@@ -4,12 +4,13 @@ answer, and reading the canonical output (text, reasoning, function calls) for t
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import validation_error
 from inference.accounting import settled_cost, settled_usage
-from inference.pipeline.context import Candidate, Context
+from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult
 from inference.schema_parts import REASONING_EFFORTS
 
@@ -97,3 +98,53 @@ def refusal_text(output: list[dict[str, Any]]) -> str | None:
         if p.get("type") == "refusal"
     ]
     return "".join(refusals) or None
+
+
+@dataclass(slots=True)
+class LoopAnswer:
+    """What the server-tool loop answers (inference.servertools.loop), for every ingress to render: the output
+    items of all turns (server-tool items, messages with their `url_citation` annotations, client function
+    calls), the summed usage and cost, and the last turn's result, candidate and credential kind."""
+
+    output: list[dict[str, Any]]
+    usage: Usage
+    cost: Decimal
+    result: CanonicalResult
+    candidate: Candidate
+    is_byok: bool
+
+
+SERVER_TOOL_USAGE = {"service:web_search": "web_search_requests", "service:web_fetch": "web_fetch_requests"}
+
+
+def server_tool_usage(kinds: list[str]) -> dict[str, int]:
+    """`usage.server_tool_use` (Anthropic's shape, also on chat completions): the searches and fetches run."""
+    counts = dict.fromkeys(SERVER_TOOL_USAGE.values(), 0)
+    for kind in kinds:
+        if kind in SERVER_TOOL_USAGE:
+            counts[SERVER_TOOL_USAGE[kind]] += 1
+    return counts
+
+
+def message_texts(output: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(text, annotations) of each message item with text, in order."""
+    found = []
+    for item in output:
+        if item.get("type") != "message":
+            continue
+        parts = [p for p in item.get("content") or () if p.get("type") == "output_text"]
+        text = "".join(p.get("text", "") for p in parts)
+        if text:
+            found.append((text, [a for p in parts for a in p.get("annotations") or ()]))
+    return found
+
+
+def record_streamed_output(ctx: Context, text: str, calls: list[dict[str, Any]]) -> None:
+    """The outcome's output (Generation record, observability) of a loop streamed in a non-Responses format:
+    the text the client got and its client function calls, as Responses items."""
+    from inference.response import message_item, new_item_id
+
+    output = [message_item(new_item_id("msg"), text)] if text else []
+    output.extend(calls)
+    ctx.outcome.output = output
+    ctx.outcome.output_text = text

@@ -1,5 +1,6 @@
 """Anthropic Messages `system` and `messages` → canonical input items (pure): text, image, document,
-`tool_use` and `tool_result` blocks, `cache_control` kept on the parts. Every member is checked; a 400 names
+`tool_use` and `tool_result` blocks, `cache_control` kept on the parts, and the server-tool blocks of earlier
+answers (inference.ingress.messages_history). Every member is checked; a 400 names
 it (`messages[i].content[j]. ...`)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from gateway_project.api.errors import validation_error
 from inference import schema
 from inference.ingress.common import require_list, require_object
+from inference.ingress.messages_history import SERVER_BLOCKS, server_history
 
 BLOCK_CACHE = "cache_control"
 
@@ -46,6 +48,9 @@ def _source_url(path: str, source: Any, kinds: tuple[str, ...]) -> dict[str, Any
 def _text_block(path: str, block: dict[str, Any], role: str) -> dict[str, Any]:
     if not isinstance(block.get("text"), str):
         raise validation_error(f"{path}.text", "must be a string")
+    citations = block.get("citations")
+    if citations is not None and (role != "assistant" or not isinstance(citations, list)):
+        raise validation_error(f"{path}.citations", "is only accepted on assistant text blocks, as an array")
     part = {"type": "output_text" if role == "assistant" else "input_text", "text": block["text"]}
     return cache(path, block, part)
 
@@ -136,6 +141,9 @@ def _blocks(path: str, role: str, content: Any) -> list[dict[str, Any]]:
             continue
         if kind == "tool_use" and role == "assistant":
             items.append(_tool_use(where, block))
+            continue
+        if kind in SERVER_BLOCKS and role == "assistant":
+            server_history(where, block, items)
             continue
         if kind not in allowed:
             raise validation_error(f"{where}.type", f"must be one of {', '.join(allowed)} in a {role} message")

@@ -10,7 +10,11 @@ equivalent Responses body:
   content; `is_error: true` prefixes the output with "Error: "); `cache_control` on blocks kept;
   `thinking` / `redacted_thinking` blocks of earlier turns → reasoning items carrying the signature (sent
   back to Anthropic-format providers, as tool-use turns require; not sent to other providers);
-- `tools` (custom tools with `input_schema`) → function tools; `tool_choice` auto / any / tool / none
+- `tools` (custom tools with `input_schema`, `defer_loading` kept) → function tools; server tools, either
+  the gateway's `{type: "service:...", parameters}` or Anthropic's `web_search_*` / `web_fetch_*` /
+  `tool_search_tool_bm25*` types (with `name` only) → `service:web_search` / `service:web_fetch` /
+  `service:tool_search`, run by the gateway's server-tool loop (inference.ingress.messages_loop); with
+  `plugins`, `max_tool_calls` and `stop_server_tools_when` as on /responses; `tool_choice` auto / any / tool / none
   (and `disable_parallel_tool_use`) → `tool_choice` / `parallel_tool_calls`;
 - `max_tokens` → `max_output_tokens`; `thinking` {enabled, budget_tokens} → `reasoning` (effort from the
   budget, the budget itself as `reasoning.max_tokens`), {adaptive} → reasoning enabled (effort from
@@ -19,9 +23,10 @@ equivalent Responses body:
   `top_p`, `top_k`; `metadata.user_id` → `user`;
 - the `anthropic-beta` header's features are carried (as `anthropic_beta`) to Anthropic-format providers.
 
-Refused: server tools (web search, code execution, ...), `mcp_servers`, `container`, `context_management`,
-`inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`, `service_tier` other than auto, `thinking.display:
-omitted`, metadata members other than `user_id`, and any unknown member.
+Refused: Anthropic's other server tools (code execution, bash, text editor, ...) and the options of its web
+search / fetch tools (`max_uses`, `allowed_domains`, `user_location`, ...), `mcp_servers`, `container`,
+`context_management`, `inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`, `service_tier` other
+than auto, `thinking.display: omitted`, metadata members other than `user_id`, and any unknown member.
 """
 
 from __future__ import annotations
@@ -29,11 +34,25 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference import schema
+from inference import schema, schema_parts
 from inference.ingress.common import is_int, require_list, require_object
 from inference.ingress.messages_blocks import cache, message_items, system_items
+from inference.servertools.registry import is_server_tool
 
-SHARED = ("model", "models", "temperature", "top_p", "top_k", "provider", "route", "session_id", "trace", "plugins")
+SHARED = (
+    "model",
+    "models",
+    "temperature",
+    "top_p",
+    "top_k",
+    "provider",
+    "route",
+    "session_id",
+    "trace",
+    "plugins",
+    "max_tool_calls",
+    "stop_server_tools_when",
+)
 THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
 
 
@@ -60,24 +79,62 @@ def _thinking(value: Any, max_tokens: int) -> dict[str, Any] | None:
     return {"enabled": True, "effort": effort_of_budget(budget), "max_tokens": budget}
 
 
+NATIVE_SERVER_TOOLS = (  # Anthropic's server tool types → the gateway's (run by the gateway, not the provider)
+    ("web_search_", "web_search", "service:web_search"),
+    ("web_fetch_", "web_fetch", "service:web_fetch"),
+    ("tool_search_tool_bm25", "tool_search_tool_bm25", "service:tool_search"),
+)
+
+
+def _server_tool(path: str, tool: dict[str, Any]) -> dict[str, Any] | None:
+    """A server tool: the gateway's `service:` shape as it is, or Anthropic's own type (only `type` and `name`:
+    its other options, such as max_uses or allowed_domains, are refused by name). None for a custom tool."""
+    kind = tool.get("type")
+    if is_server_tool(tool):
+        return tool
+    if not isinstance(kind, str):
+        return None
+    for prefix, name, gateway_kind in NATIVE_SERVER_TOOLS:
+        if kind.startswith(prefix):
+            if tool.get("name") != name:
+                raise validation_error(f"{path}.name", f"must be {name} for {kind}")
+            unknown = set(tool) - {"type", "name"}
+            if unknown:
+                raise validation_error(f"{path}.{sorted(unknown)[0]}", f"is not supported by the gateway's {name}")
+            return {"type": gateway_kind}
+    return None
+
+
+CUSTOM_TOOL_KEYS = frozenset(
+    {"type", "name", "description", "input_schema", "cache_control", "strict", "defer_loading"}
+)
+
+
 def _tools(value: Any) -> list[dict[str, Any]]:
     tools = []
     for index, tool in enumerate(require_list("tools", value)):
         path = f"tools[{index}]"
         tool = require_object(path, tool)
+        server = _server_tool(path, tool)
+        if server is not None:
+            tools.append(server)
+            continue
         if tool.get("type") not in (None, "custom"):
-            raise validation_error(f"{path}.type", "is not supported: server tools are not offered; use custom tools")
-        unknown = set(tool) - {"type", "name", "description", "input_schema", "cache_control", "strict"}
+            raise validation_error(
+                f"{path}.type", "is not supported: use custom tools, web_search, web_fetch, tool_search_tool_bm25"
+            )
+        unknown = set(tool) - CUSTOM_TOOL_KEYS
         if unknown:
             raise validation_error(f"{path}.{sorted(unknown)[0]}", "is not a member of a custom tool")
         if not isinstance(tool.get("input_schema"), dict):
             raise validation_error(f"{path}.input_schema", "is required and must be a JSON schema object")
         converted = {"type": "function", "name": tool.get("name"), "parameters": tool["input_schema"]}
-        for key in ("description", "strict"):
+        for key in ("description", "strict", "defer_loading"):
             if tool.get(key) is not None:
                 converted[key] = tool[key]
         tools.append(cache(path, tool, converted))
     schema.CHECKERS["tools"]("tools", tools)
+    schema_parts.check_deferred_tools(tools)
     return tools
 
 

@@ -63,6 +63,8 @@ class Candidate:
     # Set on a candidate routing adds for the organization's BYOK keys whose `declared_zdr` differs from the
     # catalog's `zdr`: it carries the declared value as `zdr` and is tried with those keys only (byok.routing).
     byok_declared_zdr: bool | None = None
+    # The model's operator-set quality per prompt category ((category, 0..1) pairs; inference/routers/quality.py).
+    quality_scores: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class Outcome:
     output_text: str = ""
     output: list[dict[str, Any]] = field(default_factory=list)  # Responses-format output items
     completed_at: datetime | None = None
+    cache_hit: bool = False  # answered from the response cache (responsecache/): no upstream call, cost 0
 
 
 @dataclass(slots=True)

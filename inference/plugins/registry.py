@@ -42,10 +42,23 @@ class Plugin:
     max_fee: Callable[[Any, dict[str, Any]], Decimal] = lambda ctx, plugin: Decimal(0)  # held before it runs
     # (ctx, plugin object, field) before the first turn: 400 naming `field` when it cannot run (no engine, ...)
     ready: Callable[[Any, dict[str, Any], str], None] = lambda ctx, plugin, field: None
+    # (ctx, plugin object, body, candidate) -> the body sent to that candidate, on every turn and attempt (a file
+    # parsed for a model that cannot read files, a prompt cut to its context); raises ProviderError to skip it
+    shape: Callable[[Any, dict[str, Any], dict[str, Any], Any], dict[str, Any]] | None = None
+    shape_last: bool = False  # shapes after the others (context-compression measures what they produced)
+    # (ctx, plugin object, loop state) after the last turn, before a JSON answer is sent (never for a stream)
+    finish: Callable[[Any, dict[str, Any], Any], Awaitable[None]] | None = None
+    chooses_model: bool = False  # a router: it runs in routing (inference/routers), not in the server-tool loop
 
 
 REGISTRY: dict[str, Plugin] = {}
-IMPLEMENTATIONS: tuple[str, ...] = ("inference.plugins.web", "inference.plugins.web_fetch")
+IMPLEMENTATIONS: tuple[str, ...] = (
+    "inference.plugins.web",
+    "inference.plugins.web_fetch",
+    "inference.plugins.response_healing",
+    "inference.plugins.file_parser",
+    "inference.plugins.routers",
+)
 _loaded = False
 
 

@@ -28,7 +28,9 @@ from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve, usd
 from budgets.estimate import worst_case_cost
 from budgets.middleware import applicable_limits, budget_exceeded_error
 from gateway_project.db_thread import in_db_thread
+from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
+from inference.providers.base import ProviderError
 
 SETTLED_KEY = "budgets.settled_by_turns_usd"
 _reserve = in_db_thread(spend_reserve)
@@ -70,14 +72,27 @@ class TurnBudget:
         if hold is not None:
             self.kept.append(hold)
 
+    def worst_case(self, body: dict[str, Any]) -> Decimal:
+        """The turn's worst case over the candidates, each with the body plugins shape for it (a parsed file)."""
+        shape = self.ctx.extras.get(SHAPE_KEY)
+        if shape is None:
+            return worst_case_cost(body, self.candidates)
+        worst = Decimal(0)
+        for candidate in self.candidates:
+            try:
+                worst = max(worst, worst_case_cost(shape(body, candidate), [candidate]))
+            except ProviderError:  # a candidate the plugins skip is never called
+                continue
+        return worst
+
     async def before_first(self, body: dict[str, Any]) -> None:
         """The part of the first turn the middleware's hold does not cover (a plugin grew the prompt)."""
-        growth = worst_case_cost(body, self.candidates) - worst_case_cost(self.original_body, self.candidates)
+        growth = self.worst_case(body) - worst_case_cost(self.original_body, self.candidates)
         await self.hold_kept(growth)
 
     async def before_turn(self, body: dict[str, Any], fees: Decimal) -> None:
         """Hold a later turn's worst case (and `fees`), settled by `after_turn`."""
-        self.current = await self._hold(worst_case_cost(body, self.candidates) + fees)
+        self.current = await self._hold(self.worst_case(body) + fees)
 
     async def before_fees(self, amount: Decimal) -> None:
         """Hold the most the server-tool calls of a step can charge, settled by `after_turn`."""

@@ -22,10 +22,11 @@ from typing import Any
 import orjson
 
 from inference.accounting import price, settled_cost, settled_usage
-from inference.handler import _fail_stream, upstream_body
+from inference.handler import SHAPE_KEY, _fail_stream, upstream_body
+from inference.ingress import ingress_of
+from inference.ingress.common import LoopAnswer
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
-from inference.response import response_object, usage_object
 from inference.servertools.budget import TurnBudget
 from inference.servertools.calls import max_fees, run_calls
 from inference.servertools.citations import annotate_output
@@ -67,6 +68,7 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
             await _run_step(ctx, plan, state, last, budget, turns)
             if last.client_calls:
                 break
+        await _finish_plugins(ctx, plan, state)
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
@@ -89,6 +91,24 @@ async def _run_plugins(ctx: Context, plan: Plan, state: LoopState, budget: TurnB
     await budget.hold_kept(sum((p.max_fee(ctx, obj) for p, obj in plan.plugins), Decimal(0)))
     for plugin, obj in plan.plugins:
         state.cost += await plugin.run(ctx, obj, state)
+    shapers = sorted((pair for pair in plan.plugins if pair[0].shape is not None), key=lambda pair: pair[0].shape_last)
+    if shapers:
+
+        def shape(body: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
+            for plugin, obj in shapers:
+                body = plugin.shape(ctx, obj, body, candidate)
+            return body
+
+        ctx.extras[SHAPE_KEY] = shape
+
+
+async def _finish_plugins(ctx: Context, plan: Plan, state: LoopState) -> None:
+    """Plugins that act on the answer (response-healing, output moderation): JSON answers only."""
+    if ctx.stream:
+        return
+    for plugin, obj in plan.plugins:
+        if plugin.finish is not None:
+            await plugin.finish(ctx, obj, state)
 
 
 async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budget: TurnBudget, turns: Any) -> None:
@@ -202,13 +222,7 @@ async def _finish(ctx: Context, responder: Any, turns: Any, state: LoopState, la
     outcome.output_text = "".join(
         p.get("text", "") for i in state.output if i.get("type") == "message" for p in i.get("content") or ()
     )
-    payload = response_object(
-        ctx,
-        status=result.status,
-        output=state.output,
-        usage=usage_object(state.usage, state.cost, last.credential.is_byok),
-        incomplete_reason=result.incomplete_reason,
-        model=last.candidate.model_slug,
-    )
+    answer = LoopAnswer(state.output, state.usage, state.cost, result, last.candidate, last.credential.is_byok)
+    payload = ingress_of(ctx).loop_json(ctx, answer)
     outcome.first_byte_sent = True
-    await responder.send_json(200, orjson.dumps(payload))
+    await responder.send_json(200, payload)

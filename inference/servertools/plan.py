@@ -40,7 +40,8 @@ def needs_plan(ctx: Any) -> bool:
     body = ctx.body
     if body.get("plugins") or body.get("tools"):
         return True
-    return isinstance(body.get("input"), list) and b"service:" in ctx.raw_body
+    raw = ctx.raw_body  # server-tool items (Responses) or server_tool_use blocks (Messages) sent back
+    return isinstance(body.get("input"), list) and (b"service:" in raw or b"server_tool_use" in raw)
 
 
 def _function_names(tools: list[Any]) -> set[str]:
@@ -75,7 +76,8 @@ def prepare(ctx: Any) -> Plan | None:
     """The request's Plan, or None when it has no plugin and no server tool (server items in input removed)."""
     body = ctx.body
     tools = body.get("tools") or []
-    plugins = enabled_plugins(body) if body.get("plugins") else []
+    # routers (auto-router, pareto-router, ...) chose the model already, in routing
+    plugins = [p for p in enabled_plugins(body) if not p[0].chooses_model] if body.get("plugins") else []
     for plugin, obj in plugins:
         plugin.ready(ctx, obj, field_of(ctx, obj))
     server_tools = _server_tools(ctx, tools)

@@ -10,6 +10,7 @@ from typing import Any
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from inference import handler
+from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import (
     CanonicalResult,
@@ -21,7 +22,6 @@ from inference.providers.base import (
     UpstreamCall,
 )
 from inference.providers.registry import get_adapter
-from inference.servertools.stream import LoopStream
 
 
 @dataclass(slots=True)
@@ -77,7 +77,7 @@ class StreamTurns:
         self.ctx = ctx
         self.responder = responder
         self.sources = sources  # url → title found so far (shared with the loop's state): citations
-        self.writer: LoopStream | None = None
+        self.writer: Any = None  # the ingress's loop writer (inference.servertools.stream.LoopStream on /responses)
         self.in_flight: tuple[dict[str, Any], Candidate] | None = None  # a turn whose stream began
         self.turn_text: list[str] = []  # the text that turn streamed so far
 
@@ -119,7 +119,7 @@ class StreamTurns:
             return
         echo = (self.ctx.body.get("debug") or {}).get("echo_upstream_body")
         debug = handler._debug_body(adapter, call) if echo else None
-        self.writer = LoopStream(self.ctx, self.responder, candidate, cred.is_byok)
+        self.writer = ingress_of(self.ctx).loop_writer(self.ctx, self.responder, candidate, cred.is_byok)
         self.writer.sources = self.sources
         self.ctx.extras["inference.stream"] = self.writer
         await self.writer.open(debug)

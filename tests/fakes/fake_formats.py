@@ -173,7 +173,8 @@ def _chat_usage(reply: Reply) -> dict[str, Any]:
 
 
 def chat_json(model: str, reply: Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": None if reply.tool_name else reply.text}
+    # A tool call comes with text only when the script gives both (a model that says something, then calls).
+    message: dict[str, Any] = {"role": "assistant", "content": (reply.text or None) if reply.tool_name else reply.text}
     if reply.reasoning:
         message["reasoning"] = "".join(reply.reasoning)
     if reply.tool_name:
@@ -202,6 +203,7 @@ def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
     frames = [chunk({"role": "assistant", "content": ""})]
     frames.extend(chunk({"reasoning": piece}) for piece in reply.reasoning)
     if reply.tool_name:
+        frames.extend(chunk({"content": piece}) for piece in reply.pieces)
         for number, piece in enumerate(reply.tool_arguments):
             call: dict[str, Any] = {"index": 0, "function": {"arguments": piece}}
             if number == 0:

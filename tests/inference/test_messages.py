@@ -191,7 +191,7 @@ def test_bad_key_raises_authentication_error_with_our_message(gateway_server, ec
         ({"temperature": 1.5}, "temperature"),
         ({"top_k": -1}, "top_k"),
         ({"mcp_servers": []}, "mcp_servers"),
-        ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
+        ({"tools": [{"type": "code_execution_20250522", "name": "code_execution"}]}, "tools[0].type"),
         ({"metadata": {"user_id": "u", "team": "x"}}, "metadata.team"),
         ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
         ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),

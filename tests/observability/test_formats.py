@@ -12,6 +12,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from observability.delivery import delivery_payload
 from observability.models import OutboxEntry
 from observability.senders import DELIVERING_TYPES, UNSUPPORTED_TYPES, DeliveryNotSupported, build_request
 from observability.senders.webhook import SIGNATURE_HEADER, verify
@@ -32,10 +33,17 @@ TRACE_BODY = {
 }
 
 
+def queued(generation, dest) -> OutboxEntry:
+    """The outbox row, with `payload` set to what the worker builds for it from the stored trace."""
+    row = OutboxEntry.objects.select_related("destination").get(generation_id=generation.id, destination_id=dest["id"])
+    row.payload = delivery_payload(row)
+    return row
+
+
 def payload_for(api, org, body=None, **dest_fields):
     dest = destination(api, **dest_fields)
     generation = record_generation(org, body=body or TRACE_BODY)
-    return OutboxEntry.objects.get(generation_id=generation.id, destination_id=dest["id"]), generation
+    return queued(generation, dest), generation
 
 
 def parse_otlp(body: bytes) -> ExportTraceServiceRequest:
@@ -116,7 +124,7 @@ def test_otlp_trace_and_parent_ids_from_the_request(api, org):
 def test_failed_generation_is_an_error_span(api, org):
     dest = destination(api, type="otel-collector", config={"endpoint": "http://c:4318"})
     generation = record_generation(org, status="failed", error_code=502, error_message="Provider returned error")
-    row = OutboxEntry.objects.get(generation_id=generation.id, destination_id=dest["id"])
+    row = queued(generation, dest)
     span = parse_otlp(build_request("otel-collector", row.payload, {"endpoint": "http://c:4318"}, "x").body)
     span = span.resource_spans[0].scope_spans[0].spans[0]
     assert span.status.code == Status.STATUS_CODE_ERROR and span.status.message == "Provider returned error"

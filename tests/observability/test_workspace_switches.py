@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from observability.delivery import delivery_payload
 from observability.models import OutboxEntry
 from observability.payload import sampled
 from tests.byok.helpers import make_candidate
@@ -17,7 +18,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _payloads(generation) -> dict[str, dict]:
-    return {str(r.destination_id): r.payload for r in OutboxEntry.objects.filter(generation_id=generation.id)}
+    rows = OutboxEntry.objects.filter(generation_id=generation.id).select_related("destination")
+    return {str(r.destination_id): delivery_payload(r) for r in rows}
 
 
 def test_destinations_default_to_every_region(api):

@@ -72,7 +72,7 @@ INVALID = [
     ({"plugins": [{"id": "auto-router", "cost_tier": 1}]}, "plugins[0].cost_tier"),
     ({"plugins": [{"id": "auto-router", "pin_model": 1}]}, "plugins[0].pin_model"),
     ({"plugins": [{"id": "fusion"}]}, "plugins[0].id"),  # a kind the gateway does not implement yet
-    ({"plugins": [{"id": "auto-router", "enabled": True}]}, "plugins[0].id"),
+    ({"plugins": [{"id": "auto-router", "surprise": True}]}, "plugins[0].surprise"),
     ({"tools": [{"name": "f", "input_schema": {"type": "object"}}, {"type": "service:unknown"}]}, "tools[1].type"),
     # cache_control
     ({"cache_control": {"ttl": "5m"}}, "cache_control.type"),

@@ -1,4 +1,4 @@
-"""Re-encrypt every stored BYOK key and observability destination secret under the first key of
+"""Re-encrypt every stored BYOK key, observability destination secret and stored trace under the first key of
 GATEWAY_BYOK_ENCRYPTION_KEYS.
 
 Key rotation: put the new Fernet key first in GATEWAY_BYOK_ENCRYPTION_KEYS (keep the old ones after it),
@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from byok.services import provider_credentials_reencrypt
 from gateway_project.encryption import EncryptionNotConfigured, encryption_configured
+from observability.outbox import trace_bodies_reencrypt
 from observability.services import destination_secrets_reencrypt
 
 
@@ -23,10 +24,17 @@ class Command(BaseCommand):
         try:
             result = provider_credentials_reencrypt()
             destinations_rotated, destinations_failed = destination_secrets_reencrypt()
+            traces_rotated, traces_failed = trace_bodies_reencrypt()
         except EncryptionNotConfigured as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"Re-encrypted {result.rotated} BYOK credential(s) under the first encryption key.")
         self.stdout.write(f"Re-encrypted {destinations_rotated} destination secret config(s).")
+        self.stdout.write(f"Re-encrypted {traces_rotated} stored observability trace(s).")
+        if traces_failed:
+            self.stdout.write(
+                f"{traces_failed} stored trace(s) could not be decrypted with any configured key: their deliveries "
+                "will go dead."
+            )
         failed = [*result.failed, *destinations_failed]
         if failed:
             ids = ", ".join(str(i) for i in failed)

@@ -1,0 +1,134 @@
+"""The server-tool loop's answer (plugins, `service:` tools) in the Chat Completions format, as OpenRouter shows
+it there: the format has no item for a server-tool call, so the calls themselves are not shown (their count is
+in `usage.server_tool_use`, their steps in `service_metadata`), and what they found is cited on the message.
+
+JSON: one choice whose `message.content` holds the text of every turn (turns separated by a blank line),
+`message.annotations` the `url_citation` annotations (`{type: "url_citation", url_citation: {url, title,
+start_index, end_index}}`, indices in characters of `content`), `tool_calls` the client function calls of the
+last turn; `usage` the totals of all turns plus `server_tool_use` ({web_search_requests, web_fetch_requests}).
+
+Stream: the text deltas of every turn as they arrive (a blank line between turns), one chunk with
+`delta.annotations` once the text is finished, the chunk with `finish_reason`, the usage chunk (with
+`stream_options.include_usage`), `[DONE]`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from inference.ingress.chat_response import ChatStream, _envelope, tool_call, usage_object
+from inference.ingress.common import (
+    LoopAnswer,
+    function_calls,
+    mark_first_byte,
+    message_texts,
+    record_streamed_output,
+    server_tool_usage,
+)
+from inference.pipeline.context import Context, Usage
+from inference.providers.base import CanonicalResult, FunctionCallDone, TextDelta
+from inference.response import service_metadata
+from inference.servertools.citations import annotate
+
+TURN_SEPARATOR = "\n\n"
+
+
+def chat_annotation(annotation: dict[str, Any], offset: int = 0) -> dict[str, Any]:
+    """A Responses `url_citation` annotation in OpenRouter's chat shape (nested `url_citation` object)."""
+    return {
+        "type": "url_citation",
+        "url_citation": {
+            "url": annotation["url"],
+            "title": annotation.get("title") or "",
+            "start_index": annotation["start_index"] + offset,
+            "end_index": annotation["end_index"] + offset,
+        },
+    }
+
+
+def _finish_reason(result: CanonicalResult, client_calls: int) -> str:
+    if client_calls:
+        return "tool_calls"
+    return result.finish_reason if result.finish_reason in ("length", "content_filter") else "stop"
+
+
+def _usage(usage: Usage, cost: Decimal, is_byok: bool, kinds: list[str]) -> dict[str, Any]:
+    return {**usage_object(usage, cost, is_byok), "server_tool_use": server_tool_usage(kinds)}
+
+
+def loop_completion_json(ctx: Context, answer: LoopAnswer) -> bytes:
+    texts, annotations, offset = [], [], 0
+    for text, found in message_texts(answer.output):
+        if texts:
+            offset += len(TURN_SEPARATOR)
+        annotations.extend(chat_annotation(a, offset) for a in found)
+        texts.append(text)
+        offset += len(text)
+    content = TURN_SEPARATOR.join(texts)
+    message: dict[str, Any] = {"role": "assistant", "content": content or None, "refusal": None}
+    if annotations:
+        message["annotations"] = annotations
+    calls = function_calls(answer.output)
+    if calls:
+        message["tool_calls"] = [tool_call(item) for item in calls]
+    payload = _envelope(ctx, answer.candidate, "chat.completion")
+    reason = _finish_reason(answer.result, len(calls))
+    payload["choices"] = [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}]
+    kinds = [item.get("type", "") for item in answer.output]
+    payload["usage"] = _usage(answer.usage, answer.cost, answer.is_byok, kinds)
+    if ctx.metadata_enabled:
+        payload["service_metadata"] = service_metadata(ctx)
+    mark_first_byte(ctx)
+    return orjson.dumps(payload)
+
+
+class ChatLoopStream(ChatStream):
+    """The chat chunk stream of a server-tool loop (the interface of inference.servertools.stream.LoopStream)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sources: dict[str, str] = {}
+        self.kinds: list[str] = []  # the server-tool calls run, by kind
+        self.between_turns = False  # a server-tool call ran since the last text: the next text starts a turn
+        self.call_items: list[dict[str, Any]] = []  # the client function calls streamed
+
+    async def handle(self, event: Any) -> bool:
+        if isinstance(event, TextDelta) and event.text and self.between_turns:
+            self.between_turns = False
+            if self.text_parts:
+                self.text_parts.append(TURN_SEPARATOR)
+                self._chunk({"content": TURN_SEPARATOR})
+        if isinstance(event, FunctionCallDone):
+            self.call_items.append(
+                {"type": "function_call", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+            )
+        return await super().handle(event)
+
+    async def add_items(self, items: list[dict[str, Any]]) -> list[int]:
+        """Server-tool calls starting: nothing to show in this format (the text so far is sent at once)."""
+        self.between_turns = True
+        if self.pending:
+            await self._flush()
+        start = len(self.kinds)
+        self.kinds.extend(item.get("type", "") for item in items)
+        return list(range(start, start + len(items)))
+
+    async def done_item(self, index: int, item: dict[str, Any]) -> None:
+        """A server-tool call finished: not shown either (its sources become annotations)."""
+
+    async def finish(self, last: CanonicalResult, usage: Usage, cost: Decimal) -> None:
+        text = "".join(self.text_parts)
+        record_streamed_output(self.ctx, text, self.call_items)
+        annotations = annotate(text, self.sources)
+        if annotations:
+            self._chunk({"annotations": [chat_annotation(a) for a in annotations]})
+        self._chunk({}, _finish_reason(last, self.calls))
+        if self.include_usage:
+            final = _envelope(self.ctx, self.candidate, "chat.completion.chunk")
+            final["choices"] = []
+            final["usage"] = _usage(usage, cost, self.is_byok, self.kinds)
+            self.pending.append(b"data: " + orjson.dumps(final) + b"\n\n")
+        await self._flush(more=False)
