@@ -139,7 +139,7 @@ def test_dashboard_in_a_real_browser(traffic, gateway_server, collected_static, 
     assert header.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent")
     browser.find_element(By.ID, "toggle-nav-sidebar").click()  # the page alone in the screenshot
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    height = browser.execute_script("return document.getElementById('content').getBoundingClientRect().bottom") + 24
+    height = browser.execute_script("return document.getElementById('content').getBoundingClientRect().bottom") + 160
     browser.set_window_size(1400, min(max(int(height), 600), 2400))
     from django.db import connection
 
