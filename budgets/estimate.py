@@ -146,6 +146,20 @@ def output_token_cap(body: dict[str, Any], candidate: Candidate) -> int:
     return min(default, candidate.context_length) if candidate.context_length else default
 
 
+def prompt_token_estimate(body: dict[str, Any], candidate: Candidate, bytes_per_token: float = 1.0) -> int:
+    """The input bound of `body` on `candidate` without the context-length cap, its text counted at
+    `bytes_per_token` (1: the upper bound above); media at their per-item worst cases. Context compression
+    measures a prompt against the context window with it."""
+    prompt = _prompt(body)
+    framing = REQUEST_FRAMING_TOKENS + (TOOLS_FRAMING_TOKENS if body.get("tools") else 0)
+    tokens = framing + int((prompt.text_tokens - framing) / bytes_per_token + 0.999)
+    context = candidate.context_length or FALLBACK_CONTEXT_TOKENS
+    for field, count in prompt.media:
+        per_item = getattr(candidate, field)
+        tokens += count * (per_item if per_item else context)
+    return tokens
+
+
 def input_token_bound(body: dict[str, Any], candidate: Candidate) -> int:
     """At most this many input tokens can be billed for the request on `candidate`."""
     return _input_bound(_prompt(body), candidate)
