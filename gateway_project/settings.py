@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "ratelimits",
     "rankings",
     "audit",
+    "analytics",
     "responsecache",
 ]
 
