@@ -2,7 +2,8 @@
 
 `record_generations_sync(contexts)` writes rows in one `transaction.atomic()`: `generation_recording` per
 row (receivers may set fields), one bulk insert, `generation_recorded` per row (receivers write dependent
-rows such as the observability outbox). inference.recorder calls it off the request's critical path.
+rows such as the observability outbox), then `generations_recorded` once for the batch (the usage rollups).
+inference.recorder calls it off the request's critical path.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from budgets.turns import OWNED_BY_TURNS
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.pricing import bound_cost, request_tier, usage_cost
-from inference.signals import generation_recorded, generation_recording
+from inference.signals import generation_recorded, generation_recording, generations_recorded
 
 logger = logging.getLogger("gateway.accounting")
 
@@ -272,6 +273,7 @@ def record_generations_sync(contexts: list[Context]) -> list[Generation]:
         insert_generations(rows)
         for row, ctx in zip(rows, contexts, strict=True):
             generation_recorded.send(sender=Generation, generation=row, ctx=ctx)
+        generations_recorded.send(sender=Generation, generations=rows)
     return rows
 
 

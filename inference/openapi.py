@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardrails.detectors import BUILTIN_SLUGS
 from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
@@ -182,8 +183,12 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "plugins": {
         "type": "array",
         "description": (
-            "Implemented: `web` (max_results, search_prompt, engine) and `web-fetch` (max_urls, max_chars); any "
-            "other kind is refused with 400 naming it (docs/plugins.md)."
+            "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
+            "`auto-router` / `auto-beta-router` (allowed_models, excluded_models, cost_tier, pin_model), "
+            "`pareto-router` (min_coding_score, allowed_models, excluded_models, pin_model), `fusion` "
+            "(analysis_models, max_chars), `file-parser` (pdf.engine pdf-text|native, pdf.max_pages), "
+            "`response-healing`, `context-compression` (engine middle-out), `moderation` (detectors, check_output); "
+            "an id outside the contract is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
             "type": "object",
@@ -193,9 +198,17 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                 **AUTO_ROUTER_PROPS,
                 "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
                 "search_prompt": {"type": "string", "maxLength": 4000},
-                "engine": {"type": "string", "enum": ["searxng", "brave"]},
+                "engine": {"type": "string", "enum": ["searxng", "brave", "middle-out"]},
                 "max_urls": {"type": "integer", "minimum": 1, "maximum": 5},
                 "max_chars": {"type": "integer", "minimum": 100},
+                "pdf": _obj(
+                    {
+                        "engine": {"type": "string", "enum": ["pdf-text", "native"]},
+                        "max_pages": {"type": "integer", "minimum": 1},
+                    }
+                ),
+                "detectors": {"type": "array", "items": {"type": "string", "enum": list(BUILTIN_SLUGS)}},
+                "check_output": {"type": "boolean"},
             },
         },
     },

@@ -74,10 +74,30 @@ def parse_response(data: Any) -> CanonicalResult:
     output = build_output(
         _content_text(message.get("content")), calls, refusal=message.get("refusal"), reasoning=reasoning
     )
+    output.extend(image_items(message.get("images")))
     finish = finish_reason(choice.get("finish_reason"), bool(calls))
     usage = parse_usage(data.get("usage"))
     usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
     return make_result(str(data.get("id", "")), output, usage, finish)
+
+
+def image_items(images: Any) -> list[dict[str, Any]]:
+    """`message.images` (`[{type: image_url, image_url: {url}}]`, as OpenRouter-compatible servers answer image
+    output) → Responses `image_generation_call` items: `result` is the base64 data of a `data:` URL, and
+    `image_url` the URL as the provider gave it."""
+    items = []
+    for index, image in enumerate(images if isinstance(images, list) else ()):
+        url = ((image or {}).get("image_url") or {}).get("url") if isinstance(image, dict) else None
+        if not isinstance(url, str) or not url:
+            raise malformed("message.images entry", raw=image)
+        header, _, data = url.partition(",") if url.startswith("data:") else ("", "", "")
+        item: dict[str, Any] = {"type": "image_generation_call", "id": f"ig_{index + 1}", "status": "completed"}
+        item["result"] = data if header.endswith(";base64") else None
+        if header.startswith("data:image/"):
+            item["output_format"] = header[len("data:image/") :].split(";")[0]
+        item["image_url"] = url
+        items.append(item)
+    return items
 
 
 class ChatStreamParser:

@@ -27,6 +27,7 @@ class Reply:
     omit_usage: bool = False  # answer without usage, as several OpenAI-compatible servers do
     reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
     service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
+    images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
 
     @property
     def text(self) -> str:
@@ -178,6 +179,8 @@ def chat_json(model: str, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": (reply.text or None) if reply.tool_name else reply.text}
     if reply.reasoning:
         message["reasoning"] = "".join(reply.reasoning)
+    if reply.images:
+        message["images"] = [{"type": "image_url", "image_url": {"url": url}} for url in reply.images]
     if reply.tool_name:
         message["tool_calls"] = [
             {
