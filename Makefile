@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 # Seconds in-flight requests (streams) may take to finish after SIGTERM (docs/performance.md).
 GRACEFUL_TIMEOUT ?= 30
 
-.PHONY: run test lint fuzz serve worker migrate bootstrap clean
+.PHONY: run test lint fuzz serve worker migrate bootstrap clean bench-report
 
 $(VENV)/bin/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(PYTHON) not found; set PYTHON=/path/to/python3.11"; exit 1; }
@@ -58,6 +58,13 @@ test: $(VENV)/.dev-installed .env
 # FUZZ_MAX_EXAMPLES (default 50) and FUZZ_PHASES (default examples,coverage,fuzzing) tune the run; see docs/security.md.
 fuzz: $(VENV)/.dev-installed
 	$(PY) -m scripts.fuzz $(FUZZ_ARGS)
+
+# The README benchmark table and bench/benchmark.png (gateway vs LiteLLM vs bare upstream, 1..64 connections):
+# SQLite, plus PostgreSQL + Redis when BENCH_PG_DATABASE_URL (a scratch database) and BENCH_PG_REDIS_URL are
+# set. Needs wrk; installs LiteLLM into /tmp/bench-litellm-venv on first use. BENCH_ARGS: see bench/report.py.
+bench-report: $(VENV)/.dev-installed
+	@command -v wrk >/dev/null || { echo "wrk not found (apt-get install wrk)"; exit 1; }
+	$(PY) bench/report.py $(BENCH_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .

@@ -1,8 +1,10 @@
 """Drive the ASGI application in-process (no sockets) to measure or profile the gateway's own cost.
 
-    KEY=<inference key> MODEL=bench/fake STREAM=false N=2000 C=1 [PROFILE=1] python bench/inprocess.py
+    KEY=<inference key> MODEL=bench/fake STREAM=false N=2000 C=1 [PROFILE=1|cpu] python bench/inprocess.py
     KEY=<inference key> ENDPOINT=/api/v1/embeddings BODY='{"model":"echo/echo-embed-1","input":"Say hello"}' ...
 
+PROFILE=cpu profiles the main thread's CPU time instead of wall time; PROXY_HEADERS=1 wraps the application
+in uvicorn's proxy-headers middleware (what uvicorn adds unless --no-proxy-headers) to measure its cost.
 Prints requests/s and the p50 time until the last response byte was sent (accounting runs after it).
 Use the same DATABASE_URL / REDIS_URL as bench/prepare.py; the upstream of MODEL must be running.
 """
@@ -22,6 +24,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
 
 from gateway_project.asgi import application
 
+if os.environ.get("PROXY_HEADERS") == "1":  # what uvicorn adds unless --no-proxy-headers (its default: on)
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    application = ProxyHeadersMiddleware(application, trusted_hosts="127.0.0.1")
+
 KEY = os.environ["KEY"].encode()
 MODEL = os.environ.get("MODEL", "bench/fake").encode()
 STREAM = os.environ.get("STREAM", "false").encode()
@@ -38,6 +45,9 @@ async def one() -> None:
         "root_path": "",
         "query_string": b"",
         "headers": [(b"host", b"127.0.0.1"), (b"authorization", b"Bearer " + KEY)],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "scheme": "http",
     }
     done = asyncio.Event()
     sent = False
@@ -86,7 +96,7 @@ if __name__ == "__main__":
 
     total, concurrency = int(os.environ.get("N", "2000")), int(os.environ.get("C", "1"))
     if os.environ.get("PROFILE"):
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time) if os.environ.get("PROFILE") == "cpu" else cProfile.Profile()
         profile.enable()
         uvloop.run(main(total, concurrency))
         profile.disable()

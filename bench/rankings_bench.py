@@ -1,15 +1,16 @@
 """Rankings benchmark: aggregation throughput and endpoint latency on PostgreSQL.
 
 Usage (a scratch PostgreSQL database; it is migrated and filled, never a production one):
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/rankings_bench \
+    DATABASE_STATEMENT_TIMEOUT_MS=0 DATABASE_URL=postgres://postgres@127.0.0.1:5432/rankings_bench \
       .venv/bin/python bench/rankings_bench.py --days 3 --per-day 1000000 --models 2000
 
 1. generate_demo_traffic writes DAYS x PER_DAY Generation rows over MODELS public models;
 2. aggregate_rankings rolls them up; the time per day and per million generations is printed, and
    extrapolated to a year;
 3. the rankings tables are filled with a year of daily totals for MODELS models (365 x MODELS rows, plus
-   the split table), and GET /api/v1/datasets/rankings-daily (30 days, no filter; and modality=text) is
-   timed over 50 requests through Django's test client (p50 and p95, rate limits off).
+   the split table, and the filtered ranks of rankings/filtered.py), and GET /api/v1/datasets/rankings-daily
+   (30 days: no filter, modality, context_bucket, both, and modality by week) is timed over 50 requests
+   through Django's test client (p50 and p95, rate limits off), and the query alone (p50 of 20 calls).
 """
 
 import argparse
@@ -58,6 +59,7 @@ def main() -> None:
     parser.add_argument("--per-day", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=2000)
     parser.add_argument("--query-only", action="store_true", help="Skip generation and aggregation")
+    parser.add_argument("--no-fill", action="store_true", help="Time the requests on the year filled by a past run")
     args = parser.parse_args()
     if connection.vendor != "postgresql":
         sys.exit("run this against PostgreSQL (DATABASE_URL=postgres://...)")
@@ -94,8 +96,32 @@ def measure_aggregation(args) -> None:
 
 
 def measure_query(args) -> None:
+    if not args.no_fill:
+        fill_year(args)
+    time_requests(args)
+
+
+def fill_year(args) -> None:
+    from datetime import date, timedelta
+
     with connection.cursor() as cursor:
         cursor.execute(FILL_YEAR, {"end": "2026-06-30", "k": args.models})
+
+    try:
+        from rankings.filtered import rank_filtered_days
+    except ImportError:  # a checkout from before the filtered ranks (for a before/after comparison)
+        rank_filtered_days = None
+    if rank_filtered_days is None:
+        return
+    started, end = time.perf_counter(), date(2026, 6, 30)
+    for offset in range(364, -1, -7):  # a week at a time, as a year of daily aggregations would
+        rank_filtered_days(end - timedelta(days=offset), min(end, end - timedelta(days=offset - 6)))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE rankings_dailyfilteredtop")
+    print(f"ranked a year of filtered views (35 filters) in {time.perf_counter() - started:.1f} s")
+
+
+def time_requests(args) -> None:
     from django.test import override_settings
 
     from accounts.models import ApiKey
@@ -107,7 +133,13 @@ def measure_query(args) -> None:
         from rankings import rate_limits
 
         rate_limits.PER_KEY_PER_MINUTE = rate_limits.PER_ORG_PER_DAY = 10**9
-        for label, extra in (("no filter", {}), ("modality=text", {"modality": "text"})):
+        for label, extra in (
+            ("no filter", {}),
+            ("modality=text", {"modality": "text"}),
+            ("context_bucket=10K", {"context_bucket": "10K"}),
+            ("modality=tool_calling&context_bucket=10K", {"modality": "tool_calling", "context_bucket": "10K"}),
+            ("modality=text, period=week", {"modality": "text", "period": "week"}),
+        ):
             times = []
             for _ in range(50):
                 t0 = time.perf_counter()
@@ -118,10 +150,26 @@ def measure_query(args) -> None:
                 assert response.status_code == 200, response.content[:200]
             rows = len(response.json()["data"])
             times.sort()
+            query = selector_p50(extra)
             print(
                 f"GET rankings-daily 30 days, {args.models} models, {label}: p50 {statistics.median(times):.1f} ms, "
-                f"p95 {times[int(len(times) * 0.95) - 1]:.1f} ms, {rows} rows"
+                f"p95 {times[int(len(times) * 0.95) - 1]:.1f} ms, {rows} rows; the query alone p50 {query:.1f} ms"
             )
+
+
+def selector_p50(extra: dict) -> float:
+    """p50 of the rankings query alone (rankings.selectors.rankings), without the HTTP request around it."""
+    from datetime import date
+
+    from rankings.selectors import RankingQuery, rankings
+
+    query = RankingQuery(start_date=date(2026, 5, 31), end_date=date(2026, 6, 30), **{"period": "day", **extra})
+    times = []
+    for _ in range(20):
+        started = time.perf_counter()
+        rankings(query)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
 
 
 if __name__ == "__main__":

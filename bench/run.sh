@@ -3,8 +3,8 @@
 #
 #   bench/run.sh                # from the project root; DUR=10 seconds per run by default
 #
-# Starts bench/fake_upstream.py on core 0, the gateway (uvicorn, one worker, uvloop + httptools) pinned to
-# core 1 with the full default middleware chain (key auth, accounting, and whatever settings list), and wrk
+# Starts bench/fake_upstream.py on core 0, the gateway (python -m gateway_project.serve, WORKERS workers (1),
+# uvloop + httptools) pinned to GATEWAY_CPUS (core 1) with the full default middleware chain (key auth, accounting, and whatever settings list), and wrk
 # on core 0. Measures, JSON and streamed (20 chunks): p50 latency at 1 connection and requests/s at 16
 # connections, for the bare upstream and through the gateway, and prints the added p50 latency. The gateway is
 # measured through each wire format: /responses, /chat/completions and /messages (BENCH_WIRE=responses skips
@@ -18,6 +18,8 @@ PY=${PY:-$root/.venv/bin/python}
 DUR=${DUR:-10}
 UPSTREAM_PORT=${UPSTREAM_PORT:-9200}
 GATEWAY_PORT=${GATEWAY_PORT:-8400}
+WORKERS=${WORKERS:-1}          # uvicorn --workers (CPU per request is summed over the workers)
+GATEWAY_CPUS=${GATEWAY_CPUS:-1}  # taskset of the gateway (the upstream and wrk run on core 0)
 export UPSTREAM_PORT BENCH_API_FORMAT=${BENCH_API_FORMAT:-openai-responses}
 export DATABASE_URL=${BENCH_DATABASE_URL:-sqlite:////tmp/gateway-bench.sqlite3}
 export REDIS_URL=${BENCH_REDIS_URL:-}
@@ -35,9 +37,10 @@ taskset -c 0 "$PY" bench/fake_upstream.py "$UPSTREAM_PORT" >/tmp/gateway-bench-u
 KEY=$("$PY" bench/prepare.py | tail -1)
 # Every policy on by default (guardrail with all detectors, workspace budget, key limit): BENCH_POLICIES=0 skips it.
 if [ "${BENCH_POLICIES:-1}" = 1 ]; then "$root/.venv/bin/python" bench/policies.py "$KEY" >/dev/null; fi
-taskset -c 1 "$root/.venv/bin/uvicorn" gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
-  --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
-  >/tmp/gateway-bench-gateway.log 2>&1 & pids+=($!)
+# The production command line (gateway_project.serve: uvicorn with the gateway's HTTP protocol, proxy headers off).
+taskset -c "$GATEWAY_CPUS" "$PY" -m gateway_project.serve gateway_project.asgi:application --host 127.0.0.1 \
+  --port "$GATEWAY_PORT" --workers "$WORKERS" --loop uvloop --http httptools --lifespan on --no-access-log \
+  --log-level warning >/tmp/gateway-bench-gateway-$GATEWAY_PORT.log 2>&1 & pids+=($!)
 gateway_pid=$!
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$UPSTREAM_PORT/v1/models" && break; sleep 0.5; done
 for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/api/v1/responses" && break; sleep 0.5; done
@@ -54,16 +57,18 @@ lua() { # $1 key, $2 model, $3 stream true/false, $4 wire format (responses | ch
   esac
   printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[%s]]\n' \
     "$1" "$body" >"$f"; echo "$f"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }  # user + system time of the gateway
+cpu_ticks() { # user + system time of the gateway process and its workers (clock ticks)
+  local total=0 p; for p in $gateway_pid $(pgrep -P "$gateway_pid" || true); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $total; }
 run() { # $1 url $2 lua $3 connections -> "rps p50_ms non2xx gateway_cpu_us_per_request"
   taskset -c 0 wrk -t1 -c"$3" -d2s -s "$2" "$1" >/dev/null 2>&1 || true
-  local before; before=$(cpu_ticks)
-  taskset -c 0 wrk -t1 -c"$3" -d"${DUR}s" -s "$2" --latency "$1" 2>&1 | awk -v before="$before" \
-    -v now_cmd="awk '{print \$14 + \$15}' /proc/$gateway_pid/stat" -v hz="$(getconf CLK_TCK)" '
+  local before out; before=$(cpu_ticks)
+  out=$(taskset -c 0 wrk -t1 -c"$3" -d"${DUR}s" -s "$2" --latency "$1" 2>&1)
+  echo "$out" | awk -v before="$before" -v after="$(cpu_ticks)" -v hz="$(getconf CLK_TCK)" '
     /requests in/ {n=$1} /Requests\/sec/ {rps=$2}
     /^ +50%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p50=v}
     /Non-2xx/ {bad=$NF}
-    END {now_cmd | getline after; printf "%s %s %s %.0f\n", rps, p50, (bad==""?0:bad), (n ? (after - before) / hz * 1e6 / n : 0)}'; }
+    END {printf "%s %s %s %.0f\n", rps, p50, (bad==""?0:bad), (n ? (after - before) / hz * 1e6 / n : 0)}'; }
 
 # "gw CPU us/req": the gateway process's CPU time (user + system, all threads) per request at c=1 and c=16;
 # it does not depend on how busy the machine's other processes keep the cores, unlike the latencies.

@@ -52,6 +52,11 @@ def hold_statement(*, counter_id: int, amount: int, limit_units: int, include_by
     )
 
 
+def counter_ids_json(counter_ids: list[int]) -> str:
+    """The JSON text of a reservation's counter ids (ints only: no encoder needed on the hot path)."""
+    return "[" + ",".join(str(int(counter_id)) for counter_id in counter_ids) + "]"
+
+
 def reservation_statement(
     *, request_id: str, amount: int, counter_ids: list[int], now: datetime, expires_at: datetime
 ) -> tuple[uuid.UUID, str, list]:
@@ -66,7 +71,7 @@ def reservation_statement(
             _prep(SpendReservation, "id", reservation_id, conn),
             request_id[:100],
             amount,
-            _prep(SpendReservation, "counter_ids", counter_ids, conn),
+            counter_ids_json(counter_ids),
             _prep(SpendReservation, "created_at", now, conn),
             _prep(SpendReservation, "expires_at", expires_at, conn),
         ],
@@ -78,17 +83,30 @@ class _RefusedAt(Exception):
         self.index = index
 
 
-def hold_all(holds: list[tuple[str, list]], reservation: tuple[str, list]) -> int | None:
-    """Run the hold statements (in the given order: ascending counter ids) and the reservation INSERT in one
-    transaction. Returns None when every counter took the hold (committed), else the index of the first
-    counter that refused (rolled back: nothing held).
+def hold_all(
+    checks: list[tuple[int, int, bool]], *, amount: int, request_id: str, now: datetime, expires_at: datetime
+) -> tuple[uuid.UUID, int | None]:
+    """Hold `amount` on every counter of `checks` ((counter id, limit units, include BYOK spend), in ascending
+    id order) and insert the reservation row, all or nothing. Returns the reservation id and None when every
+    counter took the hold (committed), else the index in `checks` of the first counter that refused (nothing
+    held, no row).
 
-    On PostgreSQL, outside atomic(), the statements go in one pipeline: one round trip for all of them and
-    one for COMMIT or ROLLBACK, instead of one per statement (6 for a request with two limits).
+    On PostgreSQL, outside atomic(), this is one statement (`_HOLD_CALL`): one round trip. Elsewhere it is one
+    conditional UPDATE per counter and the INSERT in one transaction.
     """
     conn = connections[DEFAULT_DB_ALIAS]
+    counter_ids = [counter_id for counter_id, _, _ in checks]
     if conn.vendor == "postgresql" and not conn.in_atomic_block and conn.get_autocommit():
-        return _hold_all_pipelined(conn, holds, reservation)
+        reservation_id = uuid.uuid4()
+        refused_id = _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at)
+        return reservation_id, None if refused_id is None else counter_ids.index(refused_id)
+    holds = [
+        hold_statement(counter_id=counter_id, amount=amount, limit_units=limit_units, include_byok=include_byok)
+        for counter_id, limit_units, include_byok in checks
+    ]
+    reservation_id, *reservation = reservation_statement(
+        request_id=request_id, amount=amount, counter_ids=counter_ids, now=now, expires_at=expires_at
+    )
     try:
         with counter_transaction() as cursor:
             for index, (statement, params) in enumerate(holds):
@@ -97,37 +115,36 @@ def hold_all(holds: list[tuple[str, list]], reservation: tuple[str, list]) -> in
                     raise _RefusedAt(index)
             cursor.execute(*reservation)
     except _RefusedAt as refused:
-        return refused.index
-    return None
+        return reservation_id, refused.index
+    return reservation_id, None
 
 
-def _hold_all_pipelined(conn, holds: list[tuple[str, list]], reservation: tuple[str, list]) -> int | None:
+# The hold on PostgreSQL: one call of the function of migration budgets/0003 (one statement, one round trip; the
+# function's plans are cached by the database session, where an equivalent CTE was planned on every call).
+# Counter ids, limits and the amount are integers formatted by this module; the rest are bound parameters.
+_HOLD_CALL = "SELECT budgets_spend_hold_v1('{{{ids}}}', '{{{limits}}}', '{{{byok}}}', {amount}, %s, %s, %s, %s, %s)"
+
+
+def hold_call(checks: list[tuple[int, int, bool]], amount: int) -> str:
+    """The text of the one-statement hold (PostgreSQL) for these counters and amount."""
+    return _HOLD_CALL.format(
+        ids=",".join(str(int(counter_id)) for counter_id, _, _ in checks),
+        limits=",".join(str(int(limit_units)) for _, limit_units, _ in checks),
+        byok=",".join("t" if include_byok else "f" for _, _, include_byok in checks),
+        amount=int(amount),
+    )
+
+
+def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at) -> int | None:
     import psycopg
 
+    statement = hold_call(checks, amount)
+    params = [reservation_id, request_id[:100], counter_ids_json([c for c, _, _ in checks]), now, expires_at]
     conn.ensure_connection()
-    with conn.wrap_database_errors:
-        pg = conn.connection
-        # Server-side binding without prepared statements (they would not survive pgbouncer's transaction mode).
-        control = psycopg.Cursor(pg)
-        checks = [psycopg.Cursor(pg) for _ in holds]
-        try:
-            with pg.pipeline() as pipeline:
-                control.execute("BEGIN", prepare=False)
-                control.execute("SET LOCAL synchronous_commit = off", prepare=False)
-                for cursor, (statement, params) in zip(checks, holds, strict=True):
-                    cursor.execute(statement, params, prepare=False)
-                control.execute(*reservation, prepare=False)
-                pipeline.sync()
-                refused = next((index for index, cursor in enumerate(checks) if cursor.rowcount != 1), None)
-                control.execute("COMMIT" if refused is None else "ROLLBACK", prepare=False)
-        except BaseException:
-            if pg.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not pg.closed:
-                pg.execute("ROLLBACK")
-            raise
-        finally:
-            for cursor in (control, *checks):
-                cursor.close()
-    return refused
+    # Server-side binding without a prepared statement (it would not survive pgbouncer's transaction mode).
+    with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
+        cursor.execute(statement, params, prepare=False)
+        return cursor.fetchone()[0]
 
 
 def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.UUID, bool]:

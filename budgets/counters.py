@@ -162,23 +162,21 @@ class _Refused(Exception):
 def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
     ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
     checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
-    holds = [
-        sql.hold_statement(
-            counter_id=counter_id,
-            amount=amount,
-            limit_units=usd_to_units(limit.limit_usd, round_up=False),
-            include_byok=limit.include_byok,
-        )
-        for counter_id, limit in checks
-    ]
-    ids = tuple(counter_id for counter_id, _ in checks)
-    reservation_id, *insert = sql.reservation_statement(
-        request_id=request_id, amount=amount, counter_ids=list(ids), now=now, expires_at=now + ttl
+    reservation_id, refused = sql.hold_all(
+        [
+            (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
+            for counter_id, limit in checks
+        ],
+        amount=amount,
+        request_id=request_id,
+        now=now,
+        expires_at=now + ttl,
     )
-    refused = sql.hold_all(holds, tuple(insert))
     if refused is not None:
         raise _Refused(*checks[refused])
-    return Hold(reservation_id=reservation_id, counter_ids=ids, amount_units=amount)
+    return Hold(
+        reservation_id=reservation_id, counter_ids=tuple(counter_id for counter_id, _ in checks), amount_units=amount
+    )
 
 
 def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:

@@ -10,6 +10,7 @@ AccountingMiddleware (which records the Generation and sets ctx.outcome.cost).
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from budgets import counters, settler
 from budgets.counters import (
@@ -23,6 +24,7 @@ from budgets.counters import (
 )
 from budgets.estimate import worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
+from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
@@ -31,6 +33,7 @@ from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 
+logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = db_reader(workspace_spend_limits)
 _reserve = in_db_thread(spend_reserve)
@@ -148,12 +151,17 @@ class BudgetMiddleware:
             await self._settle(ctx, hold)
 
     async def _settle(self, ctx: Context, hold: Hold) -> None:
+        if ctx.extras.get(OWNED_BY_TURNS):
+            return  # per-turn holds took this hold over and settled every cost (budgets/turns.py)
         outcome = ctx.outcome
-        cost = final_cost(ctx)  # the figure the Generation row records
-        # The server-tool loop settles its later turns itself (inference/servertools/budget.py): not twice.
-        cost -= ctx.extras.get("budgets.settled_by_turns_usd", 0)
+        cost = final_cost(ctx)  # the figure the Generation row records (at most the hold)
+        cost -= ctx.extras.get(SETTLED_BY_TURNS, 0)
         cost = cost if cost > 0 else 0
-        settlement = Settlement(hold=hold, cost_units=usd_to_units(cost), is_byok=outcome.credential_is_byok)
+        units = usd_to_units(cost)
+        if units > hold.amount_units or outcome.cost > units_to_usd(hold.amount_units):
+            logger.warning("request %s cost $%s, more than its hold: charged the hold", ctx.request_id, outcome.cost)
+            units = min(units, hold.amount_units)
+        settlement = Settlement(hold=hold, cost_units=units, is_byok=outcome.credential_is_byok)
         # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second
         # cancellation only stops the waiting, the settlement stays queued. A failure is logged there.
         await settler.settle(settlement)

@@ -19,7 +19,8 @@ def serves_requests(argv: list[str] | None = None) -> bool:
     program = Path(argv[0]).name if argv else ""
     if program == "manage.py":
         return argv[1:2] == ["runserver"]
-    return "pytest" not in program and "py.test" not in program
+    # `pytest` and `python -m pytest` (argv[0] is then .../pytest/__main__.py).
+    return not any("pytest" in part or "py.test" in part for part in Path(argv[0]).parts[-2:]) if argv else True
 
 
 def postgres_options(env, *, server_limits: bool) -> dict:

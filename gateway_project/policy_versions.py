@@ -12,7 +12,7 @@ same transaction as the change, so a change and its bump commit (or fail) togeth
 How other processes learn of a bump:
 
 - With Redis (`REDIS_URL`): pushed. After the commit (`transaction.on_commit(..., robust=True)`, so a Redis
-  failure never turns a committed write into a 500) the scope is PUBLISHed on `gateway:policy-version`; a
+  failure never turns a committed write into a 500) the scope is PUBLISHed on `gateway:policy-version:<db>`; a
   listener thread per process applies it, typically well under a millisecond later. A publish that fails is
   kept and retried by the listener thread every second until Redis takes it.
 - While the listener is not subscribed (start-up, Redis down or restarted), or without Redis: the version
@@ -38,7 +38,29 @@ from gateway_project.db_deadline import db_reader
 
 logger = logging.getLogger("gateway.policy")
 
-REDIS_CHANNEL = "gateway:policy-version"
+_channels: dict[str, str] = {}
+
+
+def redis_channel() -> str:
+    """The policy-version channel: `gateway:policy-version:<db>`, the database number of REDIS_URL. Redis
+    pub/sub ignores database numbers, so without it gateways sharing a Redis server on different databases
+    (several deployments, or test runs) would receive each other's bumps and flush their caches for them."""
+    url = settings.REDIS_URL or ""
+    channel = _channels.get(url)
+    if channel is None:
+        from redis.connection import parse_url
+
+        db = parse_url(url).get("db", 0) if url else 0
+        channel = _channels[url] = f"gateway:policy-version:{db}"
+    return channel
+
+
+def __getattr__(name: str) -> str:
+    if name == "REDIS_CHANNEL":  # the channel of the current REDIS_URL (tests and policy_cache import this name)
+        return redis_channel()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 GLOBAL = "policy"
 KEYS = "keys"
 ORG_PREFIX = "org:"
@@ -201,7 +223,7 @@ class Publisher:
             pending = list(self.missed)
         try:
             for scope in pending:
-                self.client().publish(REDIS_CHANNEL, scope)
+                self.client().publish(redis_channel(), scope)
                 with self._lock:
                     self.missed.pop(scope, None)
             return True
@@ -287,7 +309,7 @@ class PolicyVersionListener:
         )
         pubsub = client.pubsub()
         try:
-            pubsub.subscribe(REDIS_CHANNEL)
+            pubsub.subscribe(redis_channel())
             confirmed = None
             while confirmed is None or confirmed.get("type") != "subscribe":
                 if stop.is_set():

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "ratelimits",
     "rankings",
     "audit",
+    "analytics",
     "responsecache",
 ]
 
@@ -101,6 +102,9 @@ else:
         # DATABASE_STATEMENT_TIMEOUT_MS=0 and DATABASE_LOCK_TIMEOUT_MS=0 and set them on the role).
         for _name, _value in postgres_options(env, server_limits=serves_requests()).items():
             DATABASES["default"].setdefault("OPTIONS", {}).setdefault(_name, _value)
+        # Behind pgbouncer in transaction mode: QuerySet.iterator() must not open server-side cursors (their
+        # WITH HOLD cursors outlive the transaction that pgbouncer hands back to its pool; docs/performance.md).
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", False)
 
 # Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
 # size (431 above it) and the time a whole request may take to arrive after its first byte (408).
@@ -366,6 +370,9 @@ GATEWAY_FILE_PARSER_MAX_PAGES = env.int("GATEWAY_FILE_PARSER_MAX_PAGES", default
 # bytes, so a compressed prompt always fits; about 3-4 for English text makes it cut only what it must, but a
 # prompt measured too small can still be refused by the provider, which then falls back to the next endpoint).
 GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN = env.float("GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN", default=1.0)
+# The moderation plugin's moderation model (catalog slug, output modality `moderation`); empty: the catalog's first
+# moderation model by slug, or none (built-in detectors only).
+GATEWAY_MODERATION_MODEL = env.str("GATEWAY_MODERATION_MODEL", default="")
 
 LOGGING = {
     "version": 1,

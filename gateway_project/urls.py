@@ -16,6 +16,7 @@ API_APPS = [
     "rankings",
     "inference",
     "audit",
+    "analytics",
     "responsecache",
 ]
 

@@ -2,7 +2,8 @@
 
 `record_generations_sync(contexts)` writes rows in one `transaction.atomic()`: `generation_recording` per
 row (receivers may set fields), one bulk insert, `generation_recorded` per row (receivers write dependent
-rows such as the observability outbox). inference.recorder calls it off the request's critical path.
+rows such as the observability outbox), then `generations_recorded` once for the batch (the usage rollups).
+inference.recorder calls it off the request's critical path.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from django.db import transaction
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
+from budgets.turns import OWNED_BY_TURNS
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.pricing import bound_cost, request_tier, usage_cost
-from inference.signals import generation_recorded, generation_recording
+from inference.signals import generation_recorded, generation_recording, generations_recorded
 
 logger = logging.getLogger("gateway.accounting")
 
@@ -119,11 +121,17 @@ def estimate_usage(ctx: Context, streamed_text: str) -> None:
 
 
 def final_cost(ctx: Context) -> Decimal:
-    """The cost the Generation row records and the spend counters are charged (the same figure for both)."""
+    """The cost the Generation row records and the spend counters are charged (the same figure for both): never
+    more than the request's hold (a provider that bills above the worst case is charged the hold, and logged by
+    BudgetMiddleware); with per-turn holds (budgets/turns.py), the sum of what the turns were charged."""
     outcome = ctx.outcome
     if outcome.cost or outcome.candidate is None:
-        return outcome.cost if outcome.cost > 0 else Decimal(0)
-    return settled_cost(ctx, outcome.candidate, outcome.usage)
+        cost = outcome.cost if outcome.cost > 0 else Decimal(0)
+    else:
+        cost = settled_cost(ctx, outcome.candidate, outcome.usage)
+    if ctx.extras.get(OWNED_BY_TURNS):
+        return cost
+    return within_hold(ctx, cost)
 
 
 def context_bucket(input_tokens: int) -> str:
@@ -265,6 +273,7 @@ def record_generations_sync(contexts: list[Context]) -> list[Generation]:
         insert_generations(rows)
         for row, ctx in zip(rows, contexts, strict=True):
             generation_recorded.send(sender=Generation, generation=row, ctx=ctx)
+        generations_recorded.send(sender=Generation, generations=rows)
     return rows
 
 

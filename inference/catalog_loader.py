@@ -65,9 +65,13 @@ PRICE_FIELDS = REQUIRED_PRICES + OPTIONAL_PRICES
 MEDIA_FIELDS = ("max_image_tokens", "max_audio_tokens", "max_file_tokens")
 
 
-OUTPUT_MODALITIES = ("text", "image", "audio", "embeddings")
+OUTPUT_MODALITIES = ("text", "image", "audio", "embeddings", "moderation")
 EMBEDDINGS = "embeddings"  # an embeddings model has this output modality alone and is served by POST /embeddings
 EMBEDDINGS_FORMATS = ("openai-responses", "openai-chat", "echo")  # provider formats with an embeddings API
+# A moderation model (OpenAI-compatible POST /moderations) has this output modality alone; the moderation plugin
+# calls it, nothing routes requests to it.
+MODERATION = "moderation"
+MODERATION_FORMATS = ("openai-responses", "openai-chat")
 
 
 def _check_output_modalities(value: Any, where: str) -> None:
@@ -75,8 +79,9 @@ def _check_output_modalities(value: Any, where: str) -> None:
         return
     if not isinstance(value, list) or not all(isinstance(v, str) and v in OUTPUT_MODALITIES for v in value):
         raise CatalogError(f"{where}: 'output_modalities' must be a list of {', '.join(OUTPUT_MODALITIES)}")
-    if EMBEDDINGS in value and len(value) > 1:
-        raise CatalogError(f"{where}: 'output_modalities' [embeddings] cannot be combined with other modalities")
+    for alone in (EMBEDDINGS, MODERATION):
+        if alone in value and len(value) > 1:
+            raise CatalogError(f"{where}: 'output_modalities' [{alone}] cannot be combined with other modalities")
 
 
 class CatalogError(ValueError):
@@ -208,6 +213,16 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
         provider = Provider.objects.filter(slug=_require(entry, "provider", where)).first()
         if provider is None:
             raise CatalogError(f"{where}: unknown provider '{entry['provider']}'")
+        if MODERATION in (model.output_modalities or ()) and not entry.get("is_free"):
+            raise CatalogError(
+                f"{where}: the moderation model '{model.slug}' must be `is_free: true` (the moderation plugin charges "
+                "nothing for its calls)"
+            )
+        if MODERATION in (model.output_modalities or ()) and provider.api_format not in MODERATION_FORMATS:
+            raise CatalogError(
+                f"{where}: provider '{provider.slug}' ({provider.api_format}) has no OpenAI-compatible /moderations "
+                f"API for the moderation model '{model.slug}' (formats with one: {', '.join(MODERATION_FORMATS)})"
+            )
         if EMBEDDINGS in (model.output_modalities or ()) and provider.api_format not in EMBEDDINGS_FORMATS:
             raise CatalogError(
                 f"{where}: provider '{provider.slug}' ({provider.api_format}) has no embeddings API for the "

@@ -1,10 +1,10 @@
 """CORS for browser clients of the data plane (GATEWAY_CORS_ALLOWED_ORIGINS; none by default).
 
 A request whose `Origin` is allowed gets `Access-Control-Allow-Origin` (the origin itself, or `*` when
-the setting is `*`), `Vary: Origin` and the exposed `x-request-id`; a preflight `OPTIONS` from an allowed
-origin is answered 204 with the allowed method (POST), the requested headers and
-`Access-Control-Max-Age`. Other origins get no CORS header, so the browser refuses the answer. Requests
-without `Origin` (every server-side client) are untouched.
+the setting is `*`), `Vary: Origin` and the exposed `x-request-id`, `retry-after` and `x-service-cache` (the
+response cache's HIT/MISS); a preflight `OPTIONS` from an allowed origin is answered 204 with the allowed method
+(POST), the requested headers and `Access-Control-Max-Age`. Other origins get no CORS header, so the browser
+refuses the answer. Requests without `Origin` (every server-side client) are untouched.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
     return [
         (b"access-control-allow-origin", value),
         (b"vary", b"Origin"),
-        (b"access-control-expose-headers", b"x-request-id, retry-after"),
+        (b"access-control-expose-headers", b"x-request-id, retry-after, x-service-cache"),
     ]
 
 

@@ -128,6 +128,10 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
     except asyncio.CancelledError:
         charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
         raise
+    except ProviderError as error:
+        if error.maybe_billed:  # a timeout after the send, an answer cut mid-body: no fallback, charged the hold
+            charge_unanswered(ctx, candidate, cred.is_byok)
+        raise
     _settle(ctx, candidate, cred, "success")
     # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
     payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
@@ -151,6 +155,10 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             event = await events.__anext__()  # a failure here can still fall back
         except asyncio.CancelledError:
             charge_unanswered(ctx, candidate, cred.is_byok)
+            raise
+        except ProviderError as error:
+            if error.maybe_billed:
+                charge_unanswered(ctx, candidate, cred.is_byok)
             raise
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None

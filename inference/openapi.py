@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from guardrails.detectors import BUILTIN_SLUGS
 from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
@@ -186,9 +187,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "type": "array",
         "description": (
             "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), "
-            "`file-parser` (pdf.engine, pdf.max_pages), `response-healing`, `context-compression` (engine "
-            "middle-out), the routers (auto-router, "
-            "auto-beta-router, pareto-router); any other kind is refused with 400 naming it (docs/plugins.md)."
+            "`auto-router` / `auto-beta-router` (allowed_models, excluded_models, cost_tier, pin_model), "
+            "`pareto-router` (min_coding_score, allowed_models, excluded_models, pin_model), `fusion` "
+            "(analysis_models, max_chars), `file-parser` (pdf.engine pdf-text|native, pdf.max_pages), "
+            "`response-healing`, `context-compression` (engine middle-out), `moderation` (detectors, check_output); "
+            "an id outside the contract is refused with 400 naming it (docs/plugins.md)."
         ),
         "items": {
             "type": "object",
@@ -208,6 +211,8 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                     },
                     nullable=False,
                 ),
+                "detectors": {"type": "array", "items": {"type": "string", "enum": list(BUILTIN_SLUGS)}},
+                "check_output": {"type": "boolean"},
             },
         },
     },

@@ -12,10 +12,15 @@ Prices are USD per token (per request for the fee), from the catalog (inference/
 | `completion_price` | output tokens other than reasoning | (required unless `is_free`) |
 | `reasoning_price` | reasoning tokens | the completion price |
 | `request_price` | once per request that reached the provider | 0 |
-| `tier_multipliers` | every token price, by the request's tier (`service_tier`, or `speed: fast`) | 1 |
+| `tier_multipliers` | every token price, by the tier the request was served at | 1 |
 
-The tier of a request is `fast` when it asks for `speed: "fast"` (Anthropic Messages), else its
-`service_tier`, else `auto`; a tier the sheet does not list costs 1x.
+Tiers. The tier a request asks for (`request_tier`) is its `service_tier` (`fast` also for a Messages
+`speed: "fast"`), else `auto`. A finished request is priced at the tier the provider reports it was served at
+(`Usage.tier`: OpenAI's `service_tier` in the answer, Anthropic's `usage.service_tier`, or `fast` when its usage
+reports `speed: "fast"`), and at the requested tier when the provider reports none. Its hold is priced at the
+most expensive tier it could be served at (`hold_multiplier`): for `auto` (the provider or the account's default
+decides) every tier the sheet lists, for a named tier that tier and its aliases (`fast` and `priority` are one
+tier at OpenAI), never below 1x. A tier the sheet does not list costs 1x.
 """
 
 from __future__ import annotations
@@ -39,11 +44,32 @@ def request_tier(body: dict[str, Any]) -> str:
     return tier if isinstance(tier, str) and tier else "auto"
 
 
+# Names one provider reports for the tier another request names: held at the most expensive of them.
+# (OpenAI answers `priority` to a request for `fast`; Anthropic's fast mode is its own tier, never `priority`.)
+TIER_ALIASES = {"fast": ("priority",), "default": ("standard",), "standard": ("default",)}
+UNPINNED_TIERS = frozenset({"auto", ""})
+
+
 def tier_multiplier(candidate: Candidate, tier: str) -> Decimal:
     for name, multiplier in candidate.tier_multipliers:
         if name == tier:
             return multiplier
     return ONE
+
+
+def hold_multiplier(candidate: Candidate, tier: str) -> Decimal:
+    """The multiplier of the most expensive tier a request asking for `tier` could be served at (at least 1)."""
+    if not candidate.tier_multipliers:
+        return ONE
+    if tier in UNPINNED_TIERS:
+        return max(ONE, *(m for _, m in candidate.tier_multipliers))
+    names = {tier, *TIER_ALIASES.get(tier, ())}
+    return max(ONE, *(m for n, m in candidate.tier_multipliers if n in names))
+
+
+def served_tier(usage: Usage, requested: str) -> str:
+    """The tier a finished request is priced at: the one the provider reported, else the requested one."""
+    return usage.tier or requested
 
 
 def _or(value: Decimal | None, fallback: Decimal) -> Decimal:
@@ -72,7 +98,8 @@ def quantize_cost(cost: Decimal) -> Decimal:
 
 
 def usage_cost(candidate: Candidate | None, usage: Usage, tier: str = "auto") -> Decimal:
-    """USD cost of `usage` on `candidate`: what the upstream reported, else the price sheet."""
+    """USD cost of `usage` on `candidate`: what the upstream reported, else the price sheet at the tier it
+    reported being served at, else at `tier` (the requested one)."""
     if usage.cost is not None:
         return quantize_cost(Decimal(usage.cost))
     if candidate is None or candidate.is_free:
@@ -92,12 +119,14 @@ def usage_cost(candidate: Candidate | None, usage: Usage, tier: str = "auto") ->
         + (usage.output_tokens - reasoning) * candidate.completion_price
         + reasoning * _or(candidate.reasoning_price, candidate.completion_price)
     )
-    return quantize_cost(tokens * tier_multiplier(candidate, tier) + candidate.request_price)
+    multiplier = tier_multiplier(candidate, served_tier(usage, tier))
+    return quantize_cost(tokens * multiplier + candidate.request_price)
 
 
 def bound_cost(candidate: Candidate, input_tokens: int, output_tokens: int, tier: str) -> Decimal:
-    """USD cost of `input_tokens` and `output_tokens` each at the endpoint's highest price (the worst case)."""
+    """USD cost of `input_tokens` and `output_tokens` each at the endpoint's highest price and at the most
+    expensive tier a request asking for `tier` could be served at (the worst case)."""
     if candidate.is_free:
         return ZERO
     tokens = input_tokens * max_input_price(candidate) + output_tokens * max_output_price(candidate)
-    return quantize_cost(tokens * tier_multiplier(candidate, tier) + candidate.request_price)
+    return quantize_cost(tokens * hold_multiplier(candidate, tier) + candidate.request_price)

@@ -25,6 +25,7 @@ from inference.pipeline.context import Candidate, Context
 from inference.routers.quality import as_pairs
 from inference.routers.route import remember_pin, route_model
 from inference.routers.select import clear_pins
+from inference.routing_features import feature_checks
 
 _catalog = PolicyCache("catalog")
 MILLION = Decimal(1_000_000)
@@ -44,6 +45,7 @@ ROUTED_PARAMETERS = (
     "text",
 )
 STICKY_SESSIONS_MAX = 100_000
+MODERATION = "moderation"  # the output modality of moderation models (POST /moderations, the moderation plugin)
 EMBEDDINGS = "embeddings"  # the output modality of embedding models, and the ingress format of POST /embeddings
 # Sticky sessions, keyed by (organization id, session id): one organization's session ids never steer
 # another's routing. Session ids are at most 256 characters (the body's and the header's alike).
@@ -173,6 +175,10 @@ def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tup
 
 
 def _apply_filters(ctx: Context, candidates: list[Candidate]) -> list[Candidate]:
+    for field, reason, allows in feature_checks(ctx.body, ctx.stream):
+        candidates = [c for c in candidates if allows(c)]
+        if not candidates:
+            raise validation_error(field, reason)
     prefs = ctx.body.get("provider") or {}
     checks = _preference_filters(prefs, ctx.body)
     checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
@@ -299,16 +305,19 @@ def select_candidates(
     ctx: Context,
     snapshot: dict[str, list[Candidate]],
     declared_zdr: Mapping[str, frozenset[bool]] | None = None,
+    names: list[str] | None = None,
 ) -> list[Candidate]:
     """The candidates of the request from a catalog snapshot, filtered and ordered (no I/O).
 
-    `declared_zdr` (provider slug -> the `declared_zdr` values of the organization's BYOK keys for it) adds,
-    before each endpoint of such a provider, the endpoint as those keys declare it: the filters (guardrail
-    ZDR, `provider.zdr`) then judge the declaration, and byok.routing tries that variant with those keys only.
+    `names` replaces the request's models (and its router). `declared_zdr` (provider slug -> the `declared_zdr`
+    values of the organization's BYOK keys for it) adds, before each endpoint of such a provider, the endpoint as
+    those keys declare it: the filters (guardrail ZDR, `provider.zdr`) then judge the declaration, and
+    byok.routing tries that variant with those keys only.
     """
     embeddings = ctx.ingress_format == EMBEDDINGS
-    chosen = None if embeddings else route_model(ctx, snapshot, _usable_by(ctx, declared_zdr))
-    names = [chosen] if chosen else requested_models(ctx.body)
+    if names is None:  # `names`: other models under the request's filters (the fusion plugin's panel)
+        chosen = None if embeddings else route_model(ctx, snapshot, _usable_by(ctx, declared_zdr))
+        names = [chosen] if chosen else requested_models(ctx.body)
     if not names:
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
@@ -319,6 +328,9 @@ def select_candidates(
             raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
         if (EMBEDDINGS in endpoints[0].output_modalities) != embeddings:
             raise _wrong_kind(ctx.body, name, embeddings)
+        if MODERATION in endpoints[0].output_modalities:  # called by the moderation plugin only
+            field = "model" if ctx.body.get("model") == name else "models"
+            raise validation_error(field, f"'{name}' is a moderation model; use it with the moderation plugin")
         for candidate in endpoints:
             if candidate.model_slug not in model_rank:
                 model_rank[candidate.model_slug] = len(model_rank)
@@ -331,7 +343,8 @@ def select_candidates(
 def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None):
     """For the routers: None when an endpoint (or its BYOK-declared variant) passes every filter of the request,
     else the reason of the first filter that refuses it."""
-    checks = _preference_filters(ctx.body.get("provider") or {}, ctx.body)
+    checks = [(reason, allows) for _, reason, allows in feature_checks(ctx.body, ctx.stream)]
+    checks.extend(_preference_filters(ctx.body.get("provider") or {}, ctx.body))
     checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
 
     def usable(candidate: Candidate) -> str | None:
@@ -343,6 +356,12 @@ def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None)
         return reason
 
     return usable
+
+
+async def candidates_of(ctx: Context, slug: str) -> list[Candidate]:
+    """The candidates of another model `slug` under every filter of the request (not memoized)."""
+    snapshot = await catalog_snapshot(ctx)
+    return select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx), names=[slug])
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:

@@ -158,7 +158,7 @@ class GenerationSerializer(serializers.Serializer):
     provider = serializers.CharField(help_text="The provider that served")
     upstream_id = serializers.CharField(help_text="The provider's id of the answer")
     ingress_format = serializers.CharField(help_text="responses | chat-completions | messages | embeddings")
-    status = serializers.ChoiceField(choices=GenerationStatus.values)
+    status = serializers.ChoiceField(choices=GenerationStatus.choices)
     finish_reason = serializers.SerializerMethodField()
     streamed = serializers.BooleanField()
     cancelled = serializers.SerializerMethodField(help_text="The client went away before the answer was complete")

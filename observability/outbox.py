@@ -48,35 +48,47 @@ def max_body_bytes() -> int:
     return max(MIN_BODY_BYTES, setting("GATEWAY_OBSERVABILITY_MAX_BODY_BYTES"))
 
 
-def _insert_sql(model, columns: tuple[str, ...], rows: int) -> str:
-    ops = connection.ops
-    names = ", ".join(ops.quote_name(name) for name in columns)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * rows)
-    return f"INSERT INTO {ops.quote_name(model._meta.db_table)} ({names}) VALUES {values}"
+_statements: dict[tuple[str, int], tuple[str, str, str]] = {}
 
 
-def _insert_outbox(rows: list[tuple[uuid.UUID, bool]], generation_id, body: tuple[str, int, bool] | None, now) -> None:
+def _statements_for(rows: int) -> tuple[str, str, str]:
+    """(INSERT of one body, INSERT of `rows` outbox rows, both in one statement for PostgreSQL) for this
+    connection, built once per shape."""
+    key = (connection.alias, rows)
+    if key not in _statements:
+        ops = connection.ops
+
+        def insert(model, columns, count):
+            names = ", ".join(ops.quote_name(name) for name in columns)
+            values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * count)
+            return f"INSERT INTO {ops.quote_name(model._meta.db_table)} ({names}) VALUES {values}"
+
+        body, outbox = insert(TraceBody, _BODY_COLUMNS, 1), insert(OutboxEntry, _OUTBOX_COLUMNS, rows)
+        _statements[key] = (body, outbox, f"WITH body AS ({body}) {outbox}")
+    return _statements[key]
+
+
+def _insert_outbox(rows: list[tuple[uuid.UUID, bool]], generation_id, body: tuple[str, int, bool], now) -> None:
     """The trace body and the outbox rows, without the ORM's per-instance overhead (this runs for every request
     with destinations): one statement on PostgreSQL (the body's INSERT in a CTE), two elsewhere."""
-    uuid_field = OutboxEntry._meta.pk
+    native = connection.features.has_native_uuid_field
+    if not isinstance(generation_id, uuid.UUID):
+        generation_id = uuid.UUID(str(generation_id))
     when = connection.ops.adapt_datetimefield_value(now)
-    generation = uuid_field.get_db_prep_value(generation_id, connection)
+    generation = generation_id if native else generation_id.hex
     pending = DeliveryStatus.PENDING.value
-    params: list = []
+    params: list = [generation, *body, when]
     for destination_id, include_io in rows:
-        row_id = uuid_field.get_db_prep_value(uuid.uuid4(), connection)
-        destination = uuid_field.get_db_prep_value(destination_id, connection)
-        params += [row_id, destination, generation, include_io, pending, 0, when, "", when]
-    sql = _insert_sql(OutboxEntry, _OUTBOX_COLUMNS, len(rows))
-    body_params = [generation, *body, when] if body else []
+        row_id = uuid.uuid4()
+        params += [row_id if native else row_id.hex, destination_id if native else destination_id.hex]
+        params += [generation, include_io, pending, 0, when, "", when]
+    body_sql, outbox_sql, both = _statements_for(len(rows))
     with connection.cursor() as cursor:
-        if body and connection.vendor == "postgresql":
-            body_sql = _insert_sql(TraceBody, _BODY_COLUMNS, 1)
-            cursor.execute(f"WITH body AS ({body_sql}) {sql}", body_params + params)
+        if connection.vendor == "postgresql":
+            cursor.execute(both, params)
             return
-        if body:
-            cursor.execute(_insert_sql(TraceBody, _BODY_COLUMNS, 1), body_params)
-        cursor.execute(sql, params)
+        cursor.execute(body_sql, params[:5])
+        cursor.execute(outbox_sql, params[5:])
 
 
 def outbox_record(*, generation, ctx) -> int:

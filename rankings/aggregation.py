@@ -20,6 +20,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from inference.models import Generation, Model
+from rankings.filtered import rank_filtered_days
 from rankings.models import (
     TOP_N,
     AggregatedDay,
@@ -173,7 +174,8 @@ def aggregate_exact_day(day: date, public: dict[str, str] | None = None) -> int:
 
 def rank_daily_totals(day: date) -> None:
     """Store each model's rank within the day and the long tail's sum (computed in the database with a window
-    function), so the unfiltered daily query reads 50 rows and one sum per day."""
+    function), so the unfiltered daily query reads 50 rows and one sum per day; the same for every filter
+    (modality, context bucket) from the day's split rows (rankings/filtered.py)."""
     collate = '"C"' if connection.vendor == "postgresql" else "BINARY"
     with connection.cursor() as cursor:
         cursor.execute(
@@ -196,6 +198,7 @@ def rank_daily_totals(day: date) -> None:
             """,
             [day],
         )
+    rank_filtered_days(day, day)
 
 
 def aggregate_sampled_week(week: date, public: dict[str, str] | None = None) -> None:

@@ -59,6 +59,26 @@ class DailyLongTail(models.Model):
         return f"{self.date} other {self.total_tokens}"
 
 
+class DailyFilteredTop(models.Model):
+    """Exact dataset with a filter (modality, context bucket or both): the top 50 public models of one UTC day
+    with their rank, and one `other` row (position 51) with the sum of the rest. Written at aggregation time
+    from DailyModelTokens (rankings/filtered.py), so the filtered daily query reads at most 51 rows per day."""
+
+    date = models.DateField()
+    filter_key = models.CharField(max_length=40, help_text='"m=<modality>", "c=<context bucket>" or both, joined by &')
+    model_permaslug = models.CharField(max_length=220)
+    total_tokens = models.BigIntegerField()
+    position = models.PositiveIntegerField(help_text="Rank within the day and filter (1 = most tokens, 51 = other)")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["filter_key", "date", "position"], name="rankings_filtered_key_date_pos"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.date} [{self.filter_key}] {self.position}. {self.model_permaslug} {self.total_tokens}"
+
+
 class SampledDimension(models.TextChoices):
     CATEGORY = "category", "Category"
     LANGUAGE_TYPE = "language_type", "Language type"

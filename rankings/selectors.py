@@ -9,17 +9,10 @@ from datetime import date
 from django.db import connection, transaction
 from django.db.models import Max
 
+from rankings.filtered import MODALITY_COLUMNS, OTHER, filter_key, filtered_daily_sql
 from rankings.models import TOP_N, AggregatedDay
 
-OTHER = "other"
-
-MODALITY_COLUMNS = {
-    "text": "output_text",
-    "image_output": "output_image",
-    "image": "input_image",
-    "audio": "input_audio",
-    "tool_calling": "tool_calling",
-}
+__all__ = ["MODALITY_COLUMNS", "OTHER", "RankingQuery", "last_aggregated_at", "rankings"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +89,11 @@ def rankings(query: RankingQuery) -> list[dict]:
     """Rows {date, model_permaslug, total_tokens (str)} sorted by date, tokens desc, slug, `other` last."""
     source, params = _source(query)
     collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
-    if not query.sampled and query.period == "day" and not query.modality and not query.context_bucket:
-        return _fetch(_daily_totals_sql(collate), params + params)
+    if not query.sampled and query.period == "day":
+        if not query.modality and not query.context_bucket:
+            return _fetch(_daily_totals_sql(collate), params + params)
+        # Filtered: the ranks stored at aggregation time (rankings/filtered.py).
+        return _fetch(filtered_daily_sql(), [filter_key(query.modality, query.context_bucket), *params[:2]])
     sql = f"""
         WITH base AS ({_base_sql(query, source)}),
         ranked AS (

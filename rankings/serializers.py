@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from gateway_project.api.errors import validation_error
 from rankings.aggregation import last_completed_day
+from rankings.filtered import CONTEXT_BUCKET_NAMES
 from rankings.selectors import MODALITY_COLUMNS, RankingQuery
 
 DATASET_START = date(2025, 1, 1)
@@ -26,7 +27,7 @@ CATEGORIES = (
     "trivia",
     "academia",
 )
-CONTEXT_BUCKETS = ("1K", "10K", "100K", "1M", "10M")
+CONTEXT_BUCKETS = CONTEXT_BUCKET_NAMES
 
 
 class RankingsQuerySerializer(serializers.Serializer):

@@ -15,13 +15,29 @@ import time
 from django.conf import settings
 
 from gateway_project.db_thread import in_db_thread
+from gateway_project.group_commit import GroupCommit
 from ratelimits import db_store, redis_store
 from ratelimits.limits import Decision, RateLimit
 
 logger = logging.getLogger("gateway.ratelimits")
 
 _db_check = in_db_thread(db_store.check)
-_db_settle = in_db_thread(db_store.settle)
+_db_settle_many = in_db_thread(db_store.settle_many)
+
+
+def _settle_failed(item: db_store.Settlement) -> None:
+    logger.warning("rate limits: settling request %s (%s tokens) failed", item.request_id, item.tokens)
+
+
+async def _settle_one(item: db_store.Settlement) -> None:
+    await _db_settle_many([item])
+
+
+# Settlements of requests that finish together share one transaction (no waiting: those finishing while a batch
+# is written share the next one), on the data plane's database thread like the checks.
+_db_settler: GroupCommit[db_store.Settlement] = GroupCommit(
+    write_batch=_db_settle_many, write_one=_settle_one, flush_ms=lambda: 0, on_failure=_settle_failed
+)
 
 
 class _RedisHealth:
@@ -66,7 +82,8 @@ async def settle(decision: Decision, limits: list[RateLimit], request_id: str, t
         if decision.store == "redis":
             await redis_store.settle(limits, request_id, tokens)
         else:
-            await _db_settle(limits, request_id, tokens)
+            keys = tuple(sorted({limit.key for limit in limits}))
+            await _db_settler.submit(db_store.Settlement(keys, request_id, tokens, decision.tokens))
     except Exception as error:  # Redis or the database went away meanwhile: the hold stays (the safe side)
         logger.warning(
             "rate limits: settling request %s (%s tokens) failed: %s: %s",

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from inference.ingress.chat_response import ChatStream, _envelope, tool_call, usage_object
+from inference.ingress.chat_response import ChatStream, _envelope, image_parts, tool_call, usage_object
 from inference.ingress.common import (
     LoopAnswer,
     function_calls,
@@ -74,6 +74,9 @@ def loop_completion_json(ctx: Context, answer: LoopAnswer) -> bytes:
     calls = function_calls(answer.output)
     if calls:
         message["tool_calls"] = [tool_call(item) for item in calls]
+    images = image_parts(answer.output)
+    if images:
+        message["images"] = images
     payload = _envelope(ctx, answer.candidate, "chat.completion")
     reason = _finish_reason(answer.result, len(calls))
     payload["choices"] = [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}]

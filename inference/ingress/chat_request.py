@@ -243,6 +243,7 @@ HANDLED = frozenset(
         "stream_options",
         "store",
         "modalities",
+        "image_config",
     }
 )
 
@@ -268,8 +269,10 @@ def to_canonical(body: Any) -> dict[str, Any]:
         raise validation_error("model", "is required")
     if body.get("store") not in (None, False):
         raise refuse("store", "the gateway stores no completions")
-    if body.get("modalities") not in (None, ["text"]):
-        raise refuse("modalities", "only text output is available")
+    for name in ("modalities", "image_config"):  # image output: routing sends it to image models (or 400)
+        if body.get(name) is not None:
+            schema.CHECKERS[name](name, body[name])
+            out[name] = body[name]
     messages = require_list("messages", body.get("messages"))
     if not messages:
         raise validation_error("messages", "must contain at least one message")

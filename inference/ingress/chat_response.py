@@ -70,6 +70,17 @@ def _envelope(ctx: Context, candidate: Candidate, kind: str) -> dict[str, Any]:
     }
 
 
+def image_parts(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Image output (`image_generation_call` items) as Chat Completions `message.images` (OpenRouter's shape)."""
+    images = []
+    for item in output:
+        if item.get("type") == "image_generation_call":
+            kind = item.get("output_format") or "png"
+            url = item.get("image_url") or f"data:image/{kind};base64,{item.get('result')}"
+            images.append({"type": "image_url", "image_url": {"url": url}})
+    return images
+
+
 def completion_json(ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
     cost = finish_outcome(ctx, candidate, result)
     message: dict[str, Any] = {
@@ -83,6 +94,9 @@ def completion_json(ctx: Context, result: CanonicalResult, candidate: Candidate,
     calls = function_calls(result.output)
     if calls:
         message["tool_calls"] = [tool_call(item) for item in calls]
+    images = image_parts(result.output)
+    if images:
+        message["images"] = images
     payload = _envelope(ctx, candidate, "chat.completion")
     payload["choices"] = [{"index": 0, "message": message, "finish_reason": finish_reason(result), "logprobs": None}]
     payload["usage"] = usage_object(result.usage, cost, is_byok)

@@ -110,6 +110,7 @@ class Usage:
     cache_write_1h_tokens: int = 0
     reported: bool = True  # False: the upstream's answer carried no usage
     estimated: bool = False  # the counts are the gateway's estimate (no usage reported, or the request was cut)
+    tier: str | None = None  # the service tier the provider reports it served the request at (priced at it)
 
     @property
     def total_tokens(self) -> int:

@@ -58,7 +58,9 @@ IMPLEMENTATIONS: tuple[str, ...] = (
     "inference.plugins.response_healing",
     "inference.plugins.file_parser",
     "inference.plugins.context_compression",
+    "inference.plugins.moderation",
     "inference.plugins.routers",
+    "inference.plugins.fusion",
 )
 _loaded = False
 

@@ -10,8 +10,10 @@ GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with `reasoning.max_tok
 top_p and top_k are then left out, as Anthropic requires); `temperature` (capped at 1), `top_p`, `top_k`;
 `text.format` json_schema → `output_format` with the structured-outputs beta header; content-part
 `cache_control` kept, a top-level `cache_control` marks the last block; `safety_identifier` (or `user`)
-→ `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported); system
-blocks keep their `cache_control` (`system` is then an array of blocks), as do tools. Headers: `x-api-key`,
+→ `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported);
+`service_tier` `fast` → `speed: fast` with the fast-mode beta, `default` → `standard_only`, `priority` → `auto`
+(flex and scale refused); system blocks keep their `cache_control` (`system` is then an array of blocks), as do
+tools. Headers: `x-api-key`,
 `anthropic-version` and `anthropic-beta` (the request's `anthropic_beta` features from a Messages request, plus
 what the body needs). Parsing: `anthropic_parse.py`.
 """
@@ -26,6 +28,7 @@ from django.conf import settings
 from inference.providers.anthropic_parse import MessagesStreamParser, parse_response
 from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamCall, UpstreamRequest
 from inference.providers.canonical import (
+    IMAGE_OUTPUT,
     TEXT_PART_TYPES,
     content_parts,
     function_tools,
@@ -39,6 +42,7 @@ from inference.providers.http import HttpAdapter
 
 ANTHROPIC_VERSION = "2023-06-01"
 STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
+FAST_MODE_BETA = "fast-mode-2026-02-01"
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
 MIN_THINKING_BUDGET = 1024
 
@@ -206,7 +210,17 @@ def build_body(
         if body.get(key) is not None:
             raise unsupported(key)
     refuse_unforwarded(
-        body, ("prompt", "truncation", "include", "top_logprobs", "frequency_penalty", "presence_penalty")
+        body,
+        (
+            "prompt",
+            "truncation",
+            "include",
+            "top_logprobs",
+            "frequency_penalty",
+            "presence_penalty",
+            "prompt_cache_options",
+            *IMAGE_OUTPUT,
+        ),
     )
     system, messages = build_messages(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": messages}
@@ -229,9 +243,28 @@ def build_body(
     user_id = body.get("safety_identifier") or body.get("user")
     if user_id:
         out["metadata"] = {"user_id": user_id}
+    _tier(body.get("service_tier"), out, betas)
     if stream:
         out["stream"] = True
     return out, betas
+
+
+def _tier(tier: Any, out: dict[str, Any], betas: list[str]) -> None:
+    """`service_tier` as Anthropic takes it: `fast` (a Messages `speed: fast`) is fast mode, `default` is
+    `standard_only`, `priority` is `auto` (priority capacity when the account has it); flex and scale do not
+    exist there."""
+    if tier in (None, "auto"):
+        return
+    if tier == "fast":
+        out["speed"] = "fast"
+        if FAST_MODE_BETA not in betas:
+            betas.append(FAST_MODE_BETA)
+    elif tier == "default":
+        out["service_tier"] = "standard_only"
+    elif tier == "priority":
+        out["service_tier"] = "auto"
+    else:
+        raise unsupported(f"service_tier {tier!r}")
 
 
 class AnthropicMessagesAdapter(HttpAdapter):

@@ -18,7 +18,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
-from inference.providers.canonical import as_count, as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result, served_tier
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -46,6 +46,8 @@ def parse_usage(data: Any) -> Usage:
         cached_tokens=cached,
         cache_write_5m_tokens=written - written_1h,
         cache_write_1h_tokens=written_1h,
+        # the tier it was billed at: fast mode (`speed`), else `service_tier` (standard, priority, batch)
+        tier="fast" if data.get("speed") == "fast" else served_tier(data.get("service_tier")),
     )
 
 

@@ -85,8 +85,8 @@ def unsupported(what: str) -> ProviderError:
     return ProviderError(ProviderErrorKind.BAD_REQUEST, f"{what} is not supported by this provider's API format")
 
 
-# Members no provider format takes from the gateway yet: image output and its options, explicit prompt caching.
-NEVER_FORWARDED = ("image_config", "prompt_cache_options")
+# Image output and its options: only `openai-chat` forwards them (routing sends them only to image models).
+IMAGE_OUTPUT = ("modalities", "image_config")
 
 
 PASSES = {"modalities": ["text"], "truncation": "disabled"}  # values that ask for what every format does anyway
@@ -95,7 +95,7 @@ PASSES = {"modalities": ["text"], "truncation": "disabled"}  # values that ask f
 def refuse_unforwarded(body: dict[str, Any], fields: tuple[str, ...]) -> None:
     """A 400 (the provider error `unsupported`) for the first of `fields` the request sets that this format does
     not carry, so nothing is accepted and dropped; values asking for what every format does anyway pass."""
-    for key in (*fields, *NEVER_FORWARDED, "modalities"):
+    for key in fields:
         value = body.get(key)
         if value is None or value in ([], {}) or PASSES.get(key) == value:
             continue
@@ -168,6 +168,11 @@ def make_result(upstream_id: str, output: list[dict[str, Any]], usage: Usage, fi
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def served_tier(value: Any) -> str | None:
+    """The service tier an upstream reports it served a request at (a short name), or None."""
+    return value[:40] if isinstance(value, str) and value else None
 
 
 def as_count(value: Any, name: str) -> int:

@@ -114,6 +114,8 @@ def error_for_status(status: int, data: bytes, headers: Any, secret: str) -> Pro
         kind, f"upstream returned {status}: {message}", status=status, raw=raw, retry_after=retry_after
     )
     error.endpoint_specific = is_endpoint_specific(kind, status, raw)
+    # 524: the provider's edge (Cloudflare) gave up waiting for an origin that had the request and was working
+    error.maybe_billed = status == 524
     return error
 
 

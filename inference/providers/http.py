@@ -158,12 +158,15 @@ async def _open(request: UpstreamRequest, timeouts: Timeouts, stream: bool) -> a
 
 
 async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> Any:
-    """POST `request` and return its parsed JSON answer; every failure is a ProviderError."""
-    sent = False
+    """POST `request` and return its parsed JSON answer; every failure is a ProviderError. One that the provider
+    may have billed is marked `maybe_billed`: a timeout after the send, a 2xx answer whose body broke off or
+    grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it)."""
+    sent = answered = False
     try:
         async with asyncio.timeout(timeouts.total):
             response = await _open(request, timeouts, False)
             sent = True
+            answered = response.status < 300
             try:
                 data = await _read_bounded(response, max_response_bytes())
             except BaseException:
@@ -176,7 +179,12 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
         error.maybe_billed = sent or not isinstance(exc, aiohttp.ConnectionTimeoutError)
         raise error
     except aiohttp.ClientError as exc:
-        raise error_for_exception(exc, secret)
+        error = error_for_exception(exc, secret)
+        error.maybe_billed = answered
+        raise error
+    except ProviderError as error:
+        error.maybe_billed = error.maybe_billed or answered
+        raise
     if response.status >= 400:
         raise error_for_status(response.status, data, response.headers, secret)
     return loads(data, "JSON body")

@@ -6,9 +6,10 @@ Request (`build_body`, pure): `instructions` and system/developer messages → `
 `messages` (input_text → text, input_image → image_url, input_file → file, input_audio → input_audio;
 function calls → the assistant's `tool_calls`, outputs → `tool` messages; reasoning items are dropped);
 function tools → chat tools; `tool_choice`; `text.format` json_schema/json_object → `response_format`;
-`reasoning.effort` → `reasoning_effort`; `max_output_tokens` → `max_completion_tokens` (api.openai.com) or
-`max_tokens` (other vendors); sampling parameters (and `stop`, `seed`, `logit_bias` of a Chat Completions
-request); `top_logprobs` → `logprobs` + `top_logprobs`; a stream
+`reasoning.effort` → `reasoning_effort`; `modalities` with `image` and `image_config` as they are
+(image output: the answer's `message.images` become `image_generation_call` items); `max_output_tokens` →
+`max_completion_tokens` (api.openai.com) or `max_tokens` (other vendors); sampling parameters (and `stop`,
+`seed`, `logit_bias` of a Chat Completions request); `top_logprobs` → `logprobs` + `top_logprobs`; a stream
 asks for `stream_options.include_usage`. Response parsing and the stream parser live in
 `openai_chat_parse.py`.
 """
@@ -172,11 +173,17 @@ def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> Non
             out["verbosity"] = verbosity
     elif body.get("safety_identifier") and "user" not in out:
         out["user"] = body["safety_identifier"]
+    if "image" in (body.get("modalities") or ()):  # image output (routing sends it only to image models)
+        out["modalities"] = body["modalities"]
+        if body.get("image_config") is not None:
+            out["image_config"] = body["image_config"]
 
 
 def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, openai: bool = False) -> dict[str, Any]:
     """The Chat Completions body of a gateway Responses request (pure). `openai`: api.openai.com dialect."""
-    refuse_unforwarded(body, ("prompt", "truncation", "include", *(("top_k",) if openai else ())))
+    refuse_unforwarded(
+        body, ("prompt", "truncation", "include", "prompt_cache_options", *(("top_k",) if openai else ()))
+    )
     out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
     _add_tools(out, body)
     _add_options(out, body, openai)

@@ -12,7 +12,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
-from inference.providers.canonical import as_count, as_int, build_output, make_result
+from inference.providers.canonical import as_count, as_int, build_output, make_result, served_tier
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -74,8 +74,30 @@ def parse_response(data: Any) -> CanonicalResult:
     output = build_output(
         _content_text(message.get("content")), calls, refusal=message.get("refusal"), reasoning=reasoning
     )
+    output.extend(image_items(message.get("images")))
     finish = finish_reason(choice.get("finish_reason"), bool(calls))
-    return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
+    usage = parse_usage(data.get("usage"))
+    usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
+    return make_result(str(data.get("id", "")), output, usage, finish)
+
+
+def image_items(images: Any) -> list[dict[str, Any]]:
+    """`message.images` (`[{type: image_url, image_url: {url}}]`, as OpenRouter-compatible servers answer image
+    output) → Responses `image_generation_call` items: `result` is the base64 data of a `data:` URL, and
+    `image_url` the URL as the provider gave it."""
+    items = []
+    for index, image in enumerate(images if isinstance(images, list) else ()):
+        url = ((image or {}).get("image_url") or {}).get("url") if isinstance(image, dict) else None
+        if not isinstance(url, str) or not url:
+            raise malformed("message.images entry", raw=image)
+        header, _, data = url.partition(",") if url.startswith("data:") else ("", "", "")
+        item: dict[str, Any] = {"type": "image_generation_call", "id": f"ig_{index + 1}", "status": "completed"}
+        item["result"] = data if header.endswith(";base64") else None
+        if header.startswith("data:image/"):
+            item["output_format"] = header[len("data:image/") :].split(";")[0]
+        item["image_url"] = url
+        items.append(item)
+    return items
 
 
 class ChatStreamParser:
@@ -90,6 +112,7 @@ class ChatStreamParser:
         self.reported = False
         self.finish_value: str | None = None
         self.usage = Usage(reported=False)
+        self.tier: str | None = None
         self.done = False
 
     def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
@@ -104,6 +127,7 @@ class ChatStreamParser:
         self.upstream_id = self.upstream_id or str(chunk.get("id", ""))
         if isinstance(chunk.get("usage"), dict):
             self.usage = parse_usage(chunk["usage"])
+        self.tier = served_tier(chunk.get("service_tier")) or self.tier
         events: list[CanonicalEvent] = []
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -151,4 +175,5 @@ class ChatStreamParser:
         calls = self._call_tuples()
         refusal = "".join(self.refusal) or None
         output = build_output("".join(self.text), calls, refusal=refusal, reasoning="".join(self.reasoning))
+        self.usage.tier = self.tier
         return make_result(self.upstream_id, output, self.usage, finish_reason(self.finish_value, bool(calls)))

@@ -7,7 +7,8 @@ gateway-only fields (`models`, `provider`, `plugins`, `route`, `session_id`, `tr
 `defer_loading` and `cache_control` are dropped from tools (OpenAI caches prompts by itself), `reasoning.enabled`
 is folded away and `reasoning.max_tokens` (a thinking budget) left out, `stop`, `seed` and `logit_bias` (from a
 Chat Completions or Messages request) are refused as unsupported, `service_tier: fast` becomes
-`priority`, and `cache_control` / `prompt_cache_breakpoint` markers are removed from content parts.
+`priority`, and `cache_control` / `prompt_cache_breakpoint` markers are removed from content parts
+(`prompt_cache_breakpoint` is kept when the request sets `prompt_cache_options`, which is forwarded).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
-from inference.providers.canonical import as_count, is_gateway_tool, refuse_unforwarded, unsupported
+from inference.providers.canonical import (
+    IMAGE_OUTPUT,
+    as_count,
+    is_gateway_tool,
+    refuse_unforwarded,
+    served_tier,
+    unsupported,
+)
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
@@ -40,6 +48,7 @@ FORWARDED_FIELDS = frozenset(
         "parallel_tool_calls",
         "prompt",
         "prompt_cache_key",
+        "prompt_cache_options",
         "reasoning",
         "safety_identifier",
         "service_tier",
@@ -59,7 +68,7 @@ REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response
 UNSUPPORTED_FIELDS = ("stop", "seed", "logit_bias")
 
 
-def _clean_input(value: Any) -> Any:
+def _clean_input(value: Any, markers: tuple[str, ...] = _PART_MARKERS) -> Any:
     if not isinstance(value, list):
         return value
     items = []
@@ -67,8 +76,8 @@ def _clean_input(value: Any) -> Any:
         if isinstance(item, dict) and item.get("type") == "reasoning" and not item.get("id"):
             continue  # reasoning translated from another format (an Anthropic thinking block): not OpenAI's
         content = item.get("content") if isinstance(item, dict) else None
-        if isinstance(content, list) and any(isinstance(p, dict) and p.keys() & set(_PART_MARKERS) for p in content):
-            content = [{k: v for k, v in p.items() if k not in _PART_MARKERS} for p in content]
+        if isinstance(content, list) and any(isinstance(p, dict) and p.keys() & set(markers) for p in content):
+            content = [{k: v for k, v in p.items() if k not in markers} for p in content]
             item = {**item, "content": content}
         items.append(item)
     return items
@@ -96,13 +105,15 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
     for key in UNSUPPORTED_FIELDS:
         if body.get(key) is not None:
             raise unsupported(key)
-    refuse_unforwarded(body, ("frequency_penalty", "presence_penalty", "top_k"))
+    refuse_unforwarded(body, ("frequency_penalty", "presence_penalty", "top_k", *IMAGE_OUTPUT))
     out: dict[str, Any] = {"model": upstream_model}
     for key, value in body.items():
         if key in FORWARDED_FIELDS and value is not None:
             out[key] = value
     if "input" in out:
-        out["input"] = _clean_input(out["input"])
+        # with prompt_cache_options the parts' prompt_cache_breakpoint markers are the client's explicit breakpoints
+        markers = ("cache_control",) if out.get("prompt_cache_options") else _PART_MARKERS
+        out["input"] = _clean_input(out["input"], markers)
     if "tools" in out:
         out["tools"] = _clean_tools(out["tools"])
         if not out["tools"]:
@@ -151,10 +162,12 @@ def parse_response(data: Any) -> CanonicalResult:
     else:
         finish = "stop"
     incomplete = data.get("status") == "incomplete"
+    usage = parse_usage(data.get("usage"))
+    usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
     return CanonicalResult(
         upstream_id=str(data.get("id", "")),
         output=output,
-        usage=parse_usage(data.get("usage")),
+        usage=usage,
         status="incomplete" if incomplete else "completed",
         incomplete_reason=(reason or "max_output_tokens") if incomplete else None,
         finish_reason=finish,

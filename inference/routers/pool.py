@@ -3,7 +3,8 @@
 A catalog model is in the pool when it writes text, matches `allowed_models` (every model when the list is
 absent) and none of `excluded_models`, and at least one of its endpoints passes every routing filter of the
 request (guardrails, provider preferences, BYOK, the request's features) and has room for the prompt: the
-estimated prompt tokens plus `max_output_tokens` within the endpoint's context length. A request with an image
+estimated prompt tokens plus `max_output_tokens` within the endpoint's context length (not checked when the
+request enables `context-compression`, which cuts the prompt to each endpoint's context). A request with an image
 needs a model that reads images. Models left out are listed with the reason (`service_metadata`).
 """
 
@@ -63,6 +64,13 @@ def has_images(value: Any) -> bool:
     return False
 
 
+def compression_enabled(body: dict[str, Any]) -> bool:
+    return any(
+        isinstance(p, dict) and p.get("id") == "context-compression" and p.get("enabled") is not False
+        for p in body.get("plugins") or ()
+    )
+
+
 def estimated_cost(candidate: Candidate, tokens: int, output: int) -> Decimal:
     return candidate.prompt_price * tokens + candidate.completion_price * output + candidate.request_price
 
@@ -78,6 +86,7 @@ def build_pool(
     tokens = prompt_tokens(body)
     cap = body.get("max_output_tokens") or 0
     images = has_images(body.get("input"))
+    compresses = compression_enabled(body)  # context-compression cuts the prompt to each endpoint's context
     options: list[Option] = []
     excluded: dict[str, str] = {}
     for slug, endpoints in snapshot.items():
@@ -97,7 +106,7 @@ def build_pool(
         if not kept:
             excluded[slug] = reasons[0] or "no usable endpoint"
             continue
-        fitting = [c for c in kept if not c.context_length or tokens + cap <= c.context_length]
+        fitting = [c for c in kept if compresses or not c.context_length or tokens + cap <= c.context_length]
         if not fitting:
             excluded[slug] = f"a prompt of about {tokens} tokens (+{cap} output) exceeds its context length"
             continue

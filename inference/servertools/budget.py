@@ -1,76 +1,38 @@
-"""Budget holds of the server-tool loop: every turn is held against the spending limits before it goes
-upstream, and settled with its actual cost after.
+"""Spend of the server-tool loop, on the per-turn holds of budgets/turns.py: every model turn, every step of
+server-tool calls and the plugins' work is held before it runs (its worst case: an upper bound of what it can
+be billed) and settled after it, at most at its hold. The first hold takes over the request's own hold, so
+the request's first turn is not held twice; the loop's outcome cost is the sum of what its turns were
+charged, which is what the spend counters got.
 
-BudgetMiddleware holds the worst case of the request as it arrived and settles it when the request ends. The
-loop adds:
-
-- before the first turn, when a plugin made the prompt bigger or costs a fee: a supplementary hold of the
-  difference, kept (and released) until the request ends, so the first turn is covered in full;
-- before every further turn: a hold of that turn's worst case (the prompt has grown by the previous turns
-  and tool outputs) plus the fees of the tools that ran since; settled right after the turn with its actual
-  cost plus those fees.
-
-What the loop settled itself is recorded in `ctx.extras[SETTLED_KEY]` (USD) so the middleware settles only
-the rest of `outcome.cost` (the first turn and plugin fees). A hold that a limit cannot take ends the loop
-with the usual 402.
+A turn that fails is settled by what the provider may have billed for it (`settle_failure`): a streamed turn
+cut after it began at its estimate (the input bound and the output streamed so far, within its output cap);
+a turn that was sent but never answered (a timeout after the send, an answer cut mid-body, the client gone
+while the provider worked) at its worst case on the endpoint it went to, within its hold; a turn refused
+before it was sent, or with an error status, at 0. A step of tool calls or a plugin that did not finish is
+charged its hold (the fees it may have incurred).
 """
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 from typing import Any
 
-from django.utils import timezone
-
-from budgets import settler
-from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve, usd_to_units
 from budgets.estimate import worst_case_cost
-from budgets.middleware import applicable_limits, budget_exceeded_error
-from gateway_project.db_thread import in_db_thread
+from budgets.turns import TurnHold, hold_turn, settle_turn
+from inference.accounting import price
 from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
 
-SETTLED_KEY = "budgets.settled_by_turns_usd"
-_reserve = in_db_thread(spend_reserve)
 
+class LoopBudget:
+    """The hold of what the loop is doing right now (a model turn or fees), and its settlement."""
 
-class TurnBudget:
-    """Holds and settles the loop's turns for one request (a no-op when no spending limit applies)."""
-
-    def __init__(self, ctx: Context, candidates: list[Candidate], original_body: dict[str, Any]) -> None:
+    def __init__(self, ctx: Context, candidates: list[Candidate]) -> None:
         self.ctx = ctx
         self.candidates = candidates
-        self.original_body = original_body
-        self.limits: list[Any] | None = None
-        self.current: Hold | None = None
-        self.kept: list[Hold] = []  # supplementary holds released when the request ends
-
-    async def _limits(self) -> list[Any]:
-        if self.limits is None:
-            self.limits = await applicable_limits(self.ctx) if self.ctx.principal is not None else []
-        return self.limits
-
-    async def _hold(self, amount: Decimal) -> Hold | None:
-        limits = await self._limits()
-        if not limits or amount <= 0:
-            return None
-        try:
-            return await _reserve(
-                limits=limits,
-                amount_units=usd_to_units(amount),
-                now=timezone.now(),
-                request_id=self.ctx.request_id,
-            )
-        except LimitExceeded as exc:
-            raise budget_exceeded_error(exc) from None
-
-    async def hold_kept(self, amount: Decimal) -> None:
-        """A hold kept until the request ends (plugin fees, the first turn's growth): released then."""
-        hold = await self._hold(amount)
-        if hold is not None:
-            self.kept.append(hold)
+        self.current: TurnHold | None = None
+        self.is_model_turn = False
 
     def worst_case(self, body: dict[str, Any]) -> Decimal:
         """The turn's worst case over the candidates, each with the body plugins shape for it (a parsed file)."""
@@ -85,35 +47,40 @@ class TurnBudget:
                 continue
         return worst
 
-    async def before_first(self, body: dict[str, Any]) -> None:
-        """The part of the first turn the middleware's hold does not cover (a plugin grew the prompt)."""
-        growth = self.worst_case(body) - worst_case_cost(self.original_body, self.candidates)
-        await self.hold_kept(growth)
+    async def hold_model_turn(self, body: dict[str, Any]) -> None:
+        """Hold the worst case of a model turn with this body on any candidate (402 when a limit is full)."""
+        self.current = await hold_turn(self.ctx, self.worst_case(body))
+        self.is_model_turn = True
 
-    async def before_turn(self, body: dict[str, Any], fees: Decimal) -> None:
-        """Hold a later turn's worst case (and `fees`), settled by `after_turn`."""
-        self.current = await self._hold(self.worst_case(body) + fees)
+    async def hold_fees(self, amount: Decimal) -> None:
+        """Hold the most that server-tool calls or plugins about to run can charge."""
+        self.current = await hold_turn(self.ctx, amount)
+        self.is_model_turn = False
 
-    async def before_fees(self, amount: Decimal) -> None:
-        """Hold the most the server-tool calls of a step can charge, settled by `after_turn`."""
-        self.current = await self._hold(amount)
+    async def settle(self, cost: Decimal, is_byok: bool) -> Decimal:
+        """Settle what is held at `cost` (at most the hold); returns what was charged."""
+        turn, self.current = self.current, None
+        if turn is None:
+            return Decimal(0)
+        return await settle_turn(self.ctx, turn, cost, is_byok=is_byok)
 
-    async def after_turn(self, cost: Decimal, is_byok: bool) -> None:
-        """Settle the turn's hold with its actual cost (no hold: the cost is left to the middleware's settlement)."""
-        hold, self.current = self.current, None
-        if hold is None:
+    async def settle_failure(self, state: Any, turns: Any) -> None:
+        """Settle the turn or step that failed by what it may have been billed; add it to the loop's totals."""
+        if self.current is None:
             return
-        await _settle(hold, cost, is_byok)
-        self.ctx.extras[SETTLED_KEY] = self.ctx.extras.get(SETTLED_KEY, Decimal(0)) + cost
+        if not self.is_model_turn:
+            state.cost += await self.settle(self.current.amount, False)
+            return
+        cut = turns.cut_turn()
+        if cut is None:  # never sent, or refused with an error status: nothing billed
+            await self.settle(Decimal(0), False)
+            return
+        usage, candidate, is_byok = cut
+        charged = await self.settle(price(self.ctx, candidate, usage), is_byok)
+        state.turns += 1
+        state.add_usage(usage)
+        state.cost += charged
 
     async def close(self) -> None:
-        """Release what is still held (a turn cut short: its cost stays with the middleware's settlement)."""
-        holds = [h for h in (self.current, *self.kept) if h is not None]
-        self.current, self.kept = None, []
-        for hold in holds:
-            await _settle(hold, Decimal(0), False)
-
-
-async def _settle(hold: Hold, cost: Decimal, is_byok: bool) -> None:
-    settlement = Settlement(hold=hold, cost_units=usd_to_units(max(cost, Decimal(0))), is_byok=is_byok)
-    await asyncio.shield(settler.settle(settlement))
+        """Release a hold left by an unexpected failure (nothing was sent for it)."""
+        await self.settle(Decimal(0), False)

@@ -8,9 +8,9 @@ that turn run and one final turn is made with tool calls disabled (`tool_choice:
 client function tool ends the loop: its server calls run, and the client gets the function calls as usual.
 
 Plugins run once before the first turn. Every turn is held against the budgets before it goes upstream and
-settled after (inference.servertools.budget). The outcome (Generation record, `usage`, `service_metadata`)
-carries the summed tokens and cost of all turns, the number of tool calls, and one pipeline stage listing
-the steps.
+settled after, at most at its hold (inference.servertools.budget, on budgets/turns.py). The outcome (Generation
+record, `usage`, `service_metadata`) carries the summed tokens and cost of all turns (what they were charged),
+the number of tool calls, and one pipeline stage listing the steps.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import Any
 
 import orjson
 
-from inference.accounting import price, settled_cost, settled_usage
+from inference.accounting import settled_cost, settled_usage
 from inference.handler import SHAPE_KEY, _fail_stream, upstream_body
 from inference.ingress import ingress_of
 from inference.ingress.common import LoopAnswer
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
-from inference.servertools.budget import TurnBudget
+from inference.servertools.budget import LoopBudget
 from inference.servertools.calls import max_fees, run_calls
 from inference.servertools.citations import annotate_output
 from inference.servertools.conditions import Progress, first_holding
@@ -41,28 +41,25 @@ MAX_STEPS = 30
 async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], plan: Plan) -> None:
     state = initial_state(ctx.body, plan)
     base = upstream_body(ctx)
-    budget = TurnBudget(ctx, candidates, ctx.body)
+    budget = LoopBudget(ctx, candidates)
     turns = StreamTurns(ctx, responder, state.sources) if ctx.stream else JsonTurns(ctx, responder)
     server_names = set(plan.server_tools)
     last: Turn | None = None
     try:
         await _run_plugins(ctx, plan, state, budget)
-        await budget.before_first(turn_body(base, plan, state))
         while True:
             body = turn_body(base, plan, state)
-            if state.turns:
-                await budget.before_turn(body, Decimal(0))
+            await budget.hold_model_turn(body)  # 402 before the turn goes upstream when a limit cannot take it
             first_attempt = len(ctx.outcome.attempts)
             try:
                 last = await turns.turn(body, candidates, server_names)
             finally:
                 for entry in ctx.outcome.attempts[first_attempt:]:
                     entry["turn"] = state.turns + 1
-            # priced like any answer: the request's tier; an answer without usage charged from the estimate
+            # priced like any answer; an answer without usage charged from the estimate; at most the turn's hold
             usage = settled_usage(ctx, last.candidate, last.result.usage, last.result.output)
-            cost = settled_cost(ctx, last.candidate, usage)
+            cost = await budget.settle(settled_cost(ctx, last.candidate, usage), last.credential.is_byok)
             _record_turn(state, last, cost)
-            await budget.after_turn(cost, last.credential.is_byok)
             if state.final or not last.server_calls:
                 break
             await _run_step(ctx, plan, state, last, budget, turns)
@@ -72,12 +69,12 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         _stage(ctx, state)
         await _finish(ctx, responder, turns, state, last)
     except ProviderError as error:  # a turn failed after its first event went to the client
-        _count_cut_turn(ctx, state, turns)
+        await budget.settle_failure(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         await _fail_stream(ctx, turns.writer, ctx.outcome.candidate, error)
     except BaseException:  # a refusal (402), a failure before the stream, a client that went away
-        _count_cut_turn(ctx, state, turns)
+        await budget.settle_failure(state, turns)
         _outcome_totals(ctx, state)
         _stage(ctx, state)
         raise
@@ -85,12 +82,14 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         await budget.close()
 
 
-async def _run_plugins(ctx: Context, plan: Plan, state: LoopState, budget: TurnBudget) -> None:
+async def _run_plugins(ctx: Context, plan: Plan, state: LoopState, budget: LoopBudget) -> None:
     if not plan.plugins:
         return
-    await budget.hold_kept(sum((p.max_fee(ctx, obj) for p, obj in plan.plugins), Decimal(0)))
+    await budget.hold_fees(sum((p.max_fee(ctx, obj) for p, obj in plan.plugins), Decimal(0)))
+    fees = Decimal(0)
     for plugin, obj in plan.plugins:
-        state.cost += await plugin.run(ctx, obj, state)
+        fees += await plugin.run(ctx, obj, state)
+    state.cost += await budget.settle(fees, False)
     shapers = sorted((pair for pair in plan.plugins if pair[0].shape is not None), key=lambda pair: pair[0].shape_last)
     if shapers:
 
@@ -111,12 +110,11 @@ async def _finish_plugins(ctx: Context, plan: Plan, state: LoopState) -> None:
             await plugin.finish(ctx, obj, state)
 
 
-async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budget: TurnBudget, turns: Any) -> None:
+async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budget: LoopBudget, turns: Any) -> None:
     """Run the turn's server calls (one step) and decide whether the next turn is the final one."""
-    await budget.before_fees(max_fees(ctx, turn.server_calls, plan))
+    await budget.hold_fees(max_fees(ctx, turn.server_calls, plan))
     fees = await run_calls(ctx, turn.server_calls, plan, state, getattr(turns, "writer", None))
-    await budget.after_turn(fees, False)
-    state.cost += fees
+    state.cost += await budget.settle(fees, False)
     state.steps += 1
     state.log[-1]["server_calls"] = [_call_entry(c) for c in turn.server_calls]
     names = {c.name for c in turn.server_calls} | {c.name for c in turn.client_calls}
@@ -134,17 +132,6 @@ async def _run_step(ctx: Context, plan: Plan, state: LoopState, turn: Turn, budg
     elif state.steps >= min(plan.max_steps, MAX_STEPS):
         state.final = True
         state.stopped_by = "max_tool_calls" if not plan.conditions else "step_limit"
-
-
-def _count_cut_turn(ctx: Context, state: LoopState, turns: Any) -> None:
-    """A streamed turn cut after it began has no upstream usage: its estimate is charged (as for any stream)."""
-    partial = turns.partial_usage() if isinstance(turns, StreamTurns) else None
-    if partial is None:
-        return
-    usage, candidate = partial
-    state.turns += 1
-    state.add_usage(usage)
-    state.cost += price(ctx, candidate, usage)
 
 
 def _call_entry(call: Any) -> dict[str, Any]:

@@ -36,6 +36,7 @@ class LoopState:
         total.output_tokens += usage.output_tokens
         total.cached_tokens += usage.cached_tokens
         total.reasoning_tokens += usage.reasoning_tokens
+        total.estimated = total.estimated or usage.estimated  # a turn charged from the estimate marks the total
 
 
 def initial_state(body: dict[str, Any], plan: Plan) -> LoopState:

@@ -4,6 +4,7 @@ loop's to run."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,13 @@ class Turn:
     visible: list[dict[str, Any]] = field(default_factory=list)  # output items the client sees (JSON answers)
 
 
+def unanswered_usage(body: dict[str, Any], candidate: Candidate) -> Usage:
+    """A turn sent (`body`: what went upstream) but never answered may be billed whole: its input bound and its
+    whole output cap."""
+    bound = token_bound(body, candidate)
+    return Usage(input_tokens=bound.input_tokens, output_tokens=bound.output_tokens, reported=False, estimated=True)
+
+
 def split_calls(output: list[dict[str, Any]], server_names: set[str]) -> Turn:
     """A result's function calls split into server-tool calls and client calls (result fields filled later)."""
     turn = Turn(result=None, candidate=None, credential=None)  # type: ignore[arg-type]
@@ -56,10 +64,26 @@ class JsonTurns:
     def __init__(self, ctx: Context, responder: Any) -> None:
         self.ctx = ctx
         self.responder = responder
+        self.unanswered: tuple[Usage, Candidate, bool] | None = None  # a turn sent whose answer never came
+
+    def cut_turn(self) -> tuple[Usage, Candidate, bool] | None:
+        """The estimated usage of the failed turn when the provider may have billed it, else None."""
+        cut, self.unanswered = self.unanswered, None
+        return cut
 
     async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
+        self.unanswered = None
+
         async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> Turn:
-            result = await get_adapter(candidate.api_format).complete(call)
+            try:
+                result = await get_adapter(candidate.api_format).complete(call)
+            except asyncio.CancelledError:  # the client went away while the provider worked
+                self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
+                raise
+            except ProviderError as error:
+                if error.maybe_billed:  # a timeout after the send, an answer cut mid-body
+                    self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
+                raise
             handler._settle(self.ctx, candidate, cred, "success")
             if self.ctx.outcome.ttft_ms is None:
                 self.ctx.outcome.ttft_ms = int((time.perf_counter() - self.ctx.started) * 1000)
@@ -78,20 +102,26 @@ class StreamTurns:
         self.responder = responder
         self.sources = sources  # url → title found so far (shared with the loop's state): citations
         self.writer: Any = None  # the ingress's loop writer (inference.servertools.stream.LoopStream on /responses)
-        self.in_flight: tuple[dict[str, Any], Candidate] | None = None  # a turn whose stream began
+        self.in_flight: tuple[dict[str, Any], Candidate, bool] | None = None  # a turn whose stream began
         self.turn_text: list[str] = []  # the text that turn streamed so far
+        self.unanswered: tuple[Usage, Candidate, bool] | None = None  # a turn sent whose stream never began
 
     async def turn(self, body: dict[str, Any], candidates: list[Candidate], server_names: set[str]) -> Turn:
         committed = False
+        self.unanswered = None
 
         async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> Turn:
             nonlocal committed
             adapter = get_adapter(candidate.api_format)
             events = adapter.stream(call).__aiter__()
             try:
-                event = await events.__anext__()  # a failure here can still fall back
+                try:
+                    event = await events.__anext__()  # a failure here can still fall back
+                except asyncio.CancelledError:  # the client went away while the provider worked
+                    self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
+                    raise
                 committed = True
-                self.in_flight, self.turn_text = (body, candidate), []
+                self.in_flight, self.turn_text = (call.body, candidate, cred.is_byok), []
                 handler._settle(self.ctx, candidate, cred, "success")
                 await self._open(adapter, call, candidate, cred)
                 self.writer.candidate = candidate
@@ -124,17 +154,19 @@ class StreamTurns:
         self.ctx.extras["inference.stream"] = self.writer
         await self.writer.open(debug)
 
-    def partial_usage(self) -> tuple[Usage, Candidate] | None:
-        """Estimated usage of a turn cut after its stream began, or None: the turn's input bound and the output
-        streamed so far within its output cap (docs/budgets.md, "What a request is charged")."""
+    def cut_turn(self) -> tuple[Usage, Candidate, bool] | None:
+        """The estimated usage of a failed turn the provider may have billed, else None: for a turn cut after its
+        stream began, its input bound and the output streamed so far within its output cap (docs/budgets.md,
+        "What a request is charged"); for one sent whose stream never began, its whole bound."""
+        cut, self.unanswered = self.unanswered, None
         if self.in_flight is None:
-            return None
-        body, candidate = self.in_flight
+            return cut
+        body, candidate, is_byok = self.in_flight
         self.in_flight = None
         bound = token_bound(body, candidate)
         output = min(len("".join(self.turn_text).encode()) + OUTPUT_FRAMING_TOKENS, bound.output_tokens)
         usage = Usage(input_tokens=bound.input_tokens, output_tokens=output, reported=False, estimated=True)
-        return usage, candidate
+        return usage, candidate, is_byok
 
     async def _forward(self, event: Any, turn: Turn, server_names: set[str]) -> None:
         if isinstance(event, TextDelta):

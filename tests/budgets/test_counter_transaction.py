@@ -1,13 +1,14 @@
 """Holds outside any atomic() block (the data plane) run as BEGIN ... COMMIT on the driver's connection (on
-PostgreSQL in one pipeline): all-or-nothing like the savepoint path, with Django's exceptions."""
+PostgreSQL as one statement): all-or-nothing like the savepoint path, with Django's exceptions."""
 
 from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
-from django.db import DatabaseError, connection
+from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from budgets import counter_sql, counters
@@ -54,18 +55,46 @@ def test_a_refusal_by_the_second_counter_rolls_back_the_first():
 
 
 def test_a_database_error_comes_out_as_djangos_and_leaves_nothing(monkeypatch):
-    reserve("10", "10", "0")
-    real = counter_sql.reservation_statement
-
-    def broken_insert(**kwargs):
-        reservation_id, _statement, _params = real(**kwargs)
-        return reservation_id, "INSERT INTO no_such_table VALUES (1)", []
-
-    monkeypatch.setattr(counter_sql, "reservation_statement", broken_insert)
-    with pytest.raises(DatabaseError):
+    first = reserve("10", "10", "0")
+    # The reservation INSERT fails after the counters were updated (its id is taken): on PostgreSQL inside the
+    # one-statement hold, elsewhere after the UPDATEs of the same transaction.
+    monkeypatch.setattr(counter_sql, "uuid", SimpleNamespace(uuid4=lambda: first.reservation_id, UUID=uuid.UUID))
+    with pytest.raises(IntegrityError):
         reserve("10", "10", "1")
     assert list(SpendCounter.objects.values_list("reserved_units", flat=True)) == [0, 0]
+    assert SpendReservation.objects.count() == 1
     assert not connection.in_atomic_block
     monkeypatch.undo()
     reserve("10", "10", "1")  # the connection is usable afterwards
     assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [10_000_000_000] * 2
+
+
+def test_a_vanished_counter_row_is_looked_up_again():
+    reserve("10", "10", "1")
+    SpendCounter.objects.filter(scope="api-key").delete()  # an operator removed it; this process cached its id
+    hold = reserve("10", "10", "2")
+    assert sorted(SpendCounter.objects.values_list("scope", "reserved_units")) == [
+        ("api-key", 20_000_000_000),
+        ("workspace", 30_000_000_000),
+    ]
+    assert SpendReservation.objects.filter(id=hold.reservation_id).exists()
+
+
+def test_three_limits_all_or_nothing_and_the_refusing_one_is_named():
+    three = [
+        *limits("10", "10"),
+        SpendLimit(scope="guardrail", scope_id=f"{uuid.uuid4()}:key:{KEY_HASH}", name="guardrail",
+                   limit_usd=Decimal("3"), interval="monthly", include_byok=True),
+    ]  # fmt: skip
+    now = timezone.now()
+    counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("2")), now=now)
+    with pytest.raises(counters.LimitExceeded) as refused:
+        counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("2")), now=now)
+    assert refused.value.limit.name == "guardrail"
+    assert refused.value.reserved_units == 20_000_000_000
+    assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [20_000_000_000] * 3
+    assert SpendReservation.objects.count() == 1
+    counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("1")), now=now)  # exactly fits
+    assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [30_000_000_000] * 3
+    with pytest.raises(counters.LimitExceeded):  # a free request needs the limit not to be reached
+        counters.spend_reserve(limits=three, amount_units=0, now=now)

@@ -61,6 +61,18 @@ def test_budget_covering_ten_worst_cases_lets_ten_through_then_402(org):
     assert not SpendReservation.objects.exists()
 
 
+def test_a_cost_above_the_hold_is_charged_the_hold(org, caplog):
+    # A provider that bills more than the worst case (it should not): the counter never passes what was held.
+    budget(org, "daily", "1")
+    ctx = request(org, Upstream(cost="0.50"))
+    counter = workspace_counter(org)
+    assert counter.spent_usd == Decimal("0.10") and counter.reserved_units == 0
+    assert "more than its hold" in caplog.text
+    from inference.accounting import final_cost
+
+    assert final_cost(ctx) == Decimal("0.10")  # the Generation row records the same figure
+
+
 def test_reservation_larger_than_the_actual_cost_is_released(org):
     budget(org, "daily", "1")
     ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
@@ -216,7 +228,8 @@ def test_a_refusal_by_one_limit_holds_nothing_on_the_others(org):
 def test_a_limit_change_applies_to_the_next_request(org, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         budget(org, "daily", "1")
-    request(org, Upstream(cost="0.50"))
+    for _ in range(5):  # $0.50 spent
+        request(org, Upstream(cost="0.10"))
     with django_capture_on_commit_callbacks(execute=True):
         budget(org, "daily", "0.55")
     with pytest.raises(GatewayError):

@@ -186,27 +186,114 @@ def test_the_output_cap_the_hold_assumed_is_sent_upstream(gateway_server, org, f
     assert counter(org).spent_usd == sum(r.cost for r in rows)
 
 
+TIERS = {"priority": "2", "flex": "0.5", "fast": "6"}
+
+
 @pytest.mark.parametrize(
-    ("extra", "multiplier"),
-    [({}, 1), ({"service_tier": "priority"}, 2), ({"service_tier": "flex"}, Decimal("0.5")), ({"speed": "fast"}, 6)],
+    ("extra", "held", "multiplier"),
+    [
+        ({}, 6, 1),  # auto: the account's default may be any tier, so held at the dearest; priced at 1x
+        ({"service_tier": "priority"}, 2, 2),
+        ({"service_tier": "flex"}, 1, Decimal("0.5")),  # held at no less than 1x
+        ({"speed": "fast"}, None, None),
+    ],
 )
-def test_tiers_are_priced_by_the_endpoint_multipliers(gateway_server, org, fake, extra, multiplier):
+def test_tiers_are_priced_by_the_endpoint_multipliers(gateway_server, org, fake, extra, held, multiplier):
     """Was: service_tier priority / fast and messages speed fast billed at base prices."""
-    fake.billing = "fixed"  # 12 input tokens (4 cached), 7 output (2 reasoning)
-    tiers = {"priority": "2", "flex": "0.5", "fast": "6"}
-    endpoint = priced(fake, "tiered", price="0.001", tier_multipliers=tiers, max_output_tokens=10)
+    fake.billing = "fixed"  # 12 input tokens (4 cached), 7 output (2 reasoning); no tier reported
+    endpoint = priced(fake, "tiered", price="0.001", tier_multipliers=TIERS, max_output_tokens=10)
     put_budget(org, "daily", 5)
     body = {"model": endpoint.model.slug, "input": "hello", **extra}
     tiered = candidate_from_endpoint(Endpoint.objects.select_related("model", "provider").get(pk=endpoint.pk))
     untiered = replace(tiered, tier_multipliers=())
-    assert worst_case_cost(body, [tiered]) == worst_case_cost(body, [untiered]) * multiplier
     with httpx.Client(timeout=10) as client:
         headers = {"Authorization": f"Bearer {org.inference_key}"}
         response = client.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers)
     if "speed" in extra:  # not a Responses field (the Messages ingress carries it): refused, nothing spent
-        assert response.status_code == 400
+        assert response.status_code == 400 and response.json()["error"]["metadata"]["field"] == "speed"
         return
+    assert worst_case_cost(body, [tiered]) == worst_case_cost(body, [untiered]) * held
     assert response.status_code == 200, response.text
     [row] = generations(1)
     assert row.cost == 19 * Decimal("0.001") * multiplier == counter(org).spent_usd
     assert not SpendReservation.objects.exists()
+
+
+@pytest.mark.parametrize("api_format", FORMATS)
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("requested", "reported", "multiplier"), [(None, "priority", 2), ("priority", "default", 1)])
+def test_a_request_is_priced_at_the_tier_the_provider_reports(
+    gateway_server, org, fake, api_format, stream, requested, reported, multiplier
+):
+    """Was: priced at the requested tier: an `auto` request the provider served at priority was billed at 1x."""
+    if api_format == "anthropic-messages" and reported == "default":
+        reported = "standard"  # Anthropic's name of the default tier
+    fake.billing, fake.service_tier = "fixed", reported
+    endpoint = priced(
+        fake, "tiered", api_format=api_format, price="0.001", tier_multipliers=TIERS, max_output_tokens=10
+    )
+    body = {"model": endpoint.model.slug, "input": "hello", "stream": stream}
+    if requested:
+        body["service_tier"] = requested
+    put_budget(org, "daily", 5)
+    with httpx.Client(timeout=10) as client:
+        headers = {"Authorization": f"Bearer {org.inference_key}"}
+        response = client.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    [row] = generations(1)
+    assert row.cost == 19 * Decimal("0.001") * multiplier == counter(org).spent_usd
+    assert row.cost <= hold_of(endpoint, body)
+
+
+def test_anthropic_fast_mode_is_sent_and_priced_at_the_fast_tier(gateway_server, org, fake):
+    """Was: Messages `speed: fast` priced at the fast tier but never sent upstream (silently standard speed)."""
+    import anthropic
+
+    fake.billing, fake.service_tier = "fixed", "fast"  # the answer's usage reports speed: fast
+    endpoint = priced(fake, "tiered", api_format="anthropic-messages", price="0.001", tier_multipliers=TIERS)
+    put_budget(org, "daily", 5)
+    client = anthropic.Anthropic(base_url=f"{gateway_server.url}/api", api_key=org.inference_key, max_retries=0)
+    client.messages.create(
+        model=endpoint.model.slug,
+        max_tokens=10,
+        messages=[{"role": "user", "content": "hello"}],
+        extra_body={"speed": "fast"},
+    )
+    sent = fake.requests[-1]
+    assert sent.body["speed"] == "fast" and "fast-mode-2026-02-01" in sent.headers.get("anthropic-beta", "")
+    [row] = generations(1)
+    assert row.cost == 19 * Decimal("0.001") * 6 == counter(org).spent_usd
+
+
+@pytest.mark.parametrize("path", ["/responses", "/chat/completions"])
+def test_speed_is_refused_where_the_contract_does_not_define_it(gateway_server, org, fake, path):
+    endpoint = priced(fake, "tiered", tier_multipliers=TIERS)
+    body = {"model": endpoint.model.slug, "speed": "fast"}
+    body |= {"input": "hi"} if path == "/responses" else {"messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(timeout=10) as client:
+        headers = {"Authorization": f"Bearer {org.inference_key}"}
+        response = client.post(f"{gateway_server.url}/api/v1{path}", json=body, headers=headers)
+    assert response.status_code == 400 and "speed" in response.json()["error"]["message"]
+    assert not fake.requests
+
+
+@pytest.mark.parametrize(
+    ("upstream_model", "status"),
+    [("fail-524", 524), ("cut-stream", 502)],  # the provider's edge gave up on a working origin; a body cut short
+)
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_a_json_call_that_failed_after_it_was_sent_is_charged_its_hold(
+    gateway_server, org, fake, api_format, upstream_model, status
+):
+    """Was: recorded at $0, although the provider may bill a request it worked on."""
+    endpoint = priced(fake, upstream_model, api_format=api_format, max_output_tokens=64)
+    body = {"model": endpoint.model.slug, "input": "hello there"}
+    put_budget(org, "daily", 5)
+    with httpx.Client(timeout=30) as client:
+        headers = {"Authorization": f"Bearer {org.inference_key}"}
+        response = client.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers)
+    assert response.status_code == status, response.text
+    [row] = generations(1)
+    assert row.status == "failed" and row.usage_estimated and row.provider == endpoint.provider.slug
+    assert row.output_tokens == 64  # the whole output cap: the answer it may have billed
+    assert row.cost == hold_of(endpoint, body) and counter(org).spent_usd == row.cost

@@ -19,6 +19,8 @@ PLUGINS = "tests/servertools/test_plugins.py"
 AUTO = "tests/routers/test_auto_router.py"
 FILES = "tests/servertools/test_file_parser.py"
 COMPRESSION = "tests/servertools/test_context_compression.py"
+RF = "tests/routers/test_request_features.py"
+MOD = "tests/servertools/test_moderation.py"
 STOP = f"{LOOP}::test_stop_condition_fires_exactly_when_it_should"
 STREAM_OPTIONS = "tests/inference/test_field_effects.py::test_stream_options_the_stream_always_ends_with_the_usage"
 INPUT = [f"{FE}[input]", f"{FE}[input-anthropic]"]
@@ -38,7 +40,10 @@ FIELDS: dict[str, list[str]] = {
         "tests/inference/test_responses.py::test_debug_echo_upstream_body_comes_first_with_hashed_safety_identifier"
     ],
     "frequency_penalty": [f"{FE}[frequency_penalty]", f"{REFUSED}[frequency_penalty-responses]"],
-    "image_config": [f"{REFUSED}[image_config]"],
+    "image_config": [
+        f"{RF}::test_image_output_goes_to_the_endpoint_that_can_and_comes_back",
+        f"{RF}::test_image_output_refusals_name_the_field",
+    ],
     "include": [f"{FE}[include]", f"{REFUSED}[include-chat]"],
     "input": INPUT,
     "input[].content": INPUT,
@@ -56,7 +61,11 @@ FIELDS: dict[str, list[str]] = {
         f"{LOOP}::test_max_tool_calls_zero_offers_no_server_tool",
     ],
     "metadata": ["tests/inference/test_field_effects.py::test_metadata_is_echoed_to_the_client_and_not_sent"],
-    "modalities": [f"{FE}[modalities]", f"{REFUSED}[modalities]"],
+    "modalities": [
+        f"{FE}[modalities]",
+        f"{RF}::test_image_output_goes_to_the_endpoint_that_can_and_comes_back",
+        f"{RF}::test_image_output_refusals_name_the_field",
+    ],
     "model": ["tests/inference/test_responses.py::test_sdk_create_returns_text_and_every_field"],
     "models": ["tests/inference/test_fallback.py::test_fallback_across_models"],
     "parallel_tool_calls": [f"{FE}[parallel_tool_calls]"],
@@ -90,9 +99,18 @@ FIELDS: dict[str, list[str]] = {
     "plugins[].pdf.max_pages": [
         f"{FILES}::test_engine_pdf_text_parses_even_for_a_model_that_reads_files_and_page_limit"
     ],
-    "plugins[id=fusion]": ["tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[fusion]"],
-    "plugins[id=moderation]": [
-        "tests/inference/test_validation.py::test_unsupported_plugin_is_refused_naming_it[moderation]"
+    "plugins[id=fusion]": [
+        "tests/routers/test_fusion.py::test_the_panel_answers_and_the_request_model_synthesizes",
+        "tests/routers/test_fusion.py::test_fusion_refusals",
+    ],
+    "plugins[id=moderation]": [f"{MOD}::test_moderation_model_flags_violence_before_the_model_is_called"],
+    "plugins[].detectors": [
+        f"{MOD}::test_clean_input_passes_and_chosen_detectors_apply",
+        f"{MOD}::test_refusals_are_400_naming_the_field",
+    ],
+    "plugins[].check_output": [
+        f"{MOD}::test_output_is_screened_when_asked",
+        f"{MOD}::test_refusals_are_400_naming_the_field",
     ],
     "plugins[id=pareto-router]": [
         "tests/routers/test_pareto_router.py::test_the_cheapest_frontier_model_meeting_the_score"
@@ -104,13 +122,18 @@ FIELDS: dict[str, list[str]] = {
     "plugins[id=web-fetch]": [f"{PLUGINS}::test_web_fetch_plugin_adds_the_linked_pages"],
     "presence_penalty": [f"{FE}[presence_penalty]", f"{REFUSED}[presence_penalty-anthropic]"],
     "previous_response_id": [f"{INVALID}[previous_response_id]"],  # only null: the API is stateless
-    "prompt": [f"{FE}[prompt]", f"{REFUSED}[prompt-chat]", f"{REFUSED}[prompt-anthropic]"],
+    "prompt": [
+        f"{FE}[prompt]",
+        f"{REFUSED}[prompt-chat]",
+        f"{REFUSED}[prompt-anthropic]",
+        f"{RF}::test_a_stored_prompt_goes_only_to_providers_that_store_prompts",
+    ],
     "prompt.id": [f"{FE}[prompt]"],
     "prompt.variables": [f"{FE}[prompt]"],
     "prompt_cache_key": [f"{FE}[prompt_cache_key]"],
-    "prompt_cache_options": [f"{REFUSED}[prompt_cache_options]"],
-    "prompt_cache_options.mode": [f"{REFUSED}[prompt_cache_options]"],
-    "prompt_cache_options.ttl": [f"{REFUSED}[prompt_cache_options]"],
+    "prompt_cache_options": [f"{RF}::test_prompt_cache_options_are_forwarded_with_their_breakpoints"],
+    "prompt_cache_options.mode": [f"{RF}::test_prompt_cache_options_are_forwarded_with_their_breakpoints"],
+    "prompt_cache_options.ttl": [f"{RF}::test_prompt_cache_options_are_forwarded_with_their_breakpoints"],
     "provider": [f"{ROUTING}::test_order_puts_providers_first"],
     "provider.allow_fallbacks": [
         f"{ROUTING}::test_allow_fallbacks_false",

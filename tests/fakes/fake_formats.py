@@ -26,6 +26,8 @@ class Reply:
     billed_output: int | None = None  # output tokens reported instead of the pieces' count (size billing)
     omit_usage: bool = False  # answer without usage, as several OpenAI-compatible servers do
     reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
+    service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
+    images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
 
     @property
     def text(self) -> str:
@@ -96,7 +98,7 @@ def responses_json(model: str, reply: Reply, status: str | None = None) -> dict[
             "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
             "total_tokens": reply.input_tokens + reply.output_tokens,
         },
-    }
+    } | ({"service_tier": reply.service_tier} if reply.service_tier else {})
 
 
 def responses_frames(model: str, reply: Reply) -> list[bytes]:
@@ -177,6 +179,8 @@ def chat_json(model: str, reply: Reply) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": (reply.text or None) if reply.tool_name else reply.text}
     if reply.reasoning:
         message["reasoning"] = "".join(reply.reasoning)
+    if reply.images:
+        message["images"] = [{"type": "image_url", "image_url": {"url": url}} for url in reply.images]
     if reply.tool_name:
         message["tool_calls"] = [
             {
@@ -185,17 +189,26 @@ def chat_json(model: str, reply: Reply) -> dict[str, Any]:
                 "function": {"name": reply.tool_name, "arguments": reply.arguments},
             }
         ]
-    return {
-        "id": "chatcmpl-fake-1",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}],
-    } | ({} if reply.omit_usage else {"usage": _chat_usage(reply)})
+    return (
+        {
+            "id": "chatcmpl-fake-1",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}],
+        }
+        | ({} if reply.omit_usage else {"usage": _chat_usage(reply)})
+        | _chat_tier(reply)
+    )
+
+
+def _chat_tier(reply: Reply) -> dict[str, Any]:
+    return {"service_tier": reply.service_tier} if reply.service_tier else {}
 
 
 def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
     base = {"id": "chatcmpl-fake-1", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+    base |= _chat_tier(reply)
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         return sse(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -238,7 +251,13 @@ def _anthropic_usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
         "cache_read_input_tokens": reply.cached_tokens,
         "cache_creation_input_tokens": 0,
         "output_tokens": output_tokens,
-    }
+    } | _anthropic_tier(reply)
+
+
+def _anthropic_tier(reply: Reply) -> dict[str, Any]:
+    if reply.service_tier == "fast":
+        return {"service_tier": "standard", "speed": "fast"}
+    return {"service_tier": reply.service_tier} if reply.service_tier else {}
 
 
 def _anthropic_block(reply: Reply) -> dict[str, Any]:

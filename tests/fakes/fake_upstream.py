@@ -7,6 +7,8 @@ It serves the three wire formats the gateway's adapters speak, JSON and streamed
 - `POST /v1/messages`           Anthropic Messages
 - `POST /v1/embeddings`         OpenAI embeddings (JSON only; see `_embeddings` for the vectors; `fail-<status>`,
                                 `garbage-json`, `hang` and the slow scenarios apply)
+- `POST /v1/moderations`        OpenAI moderations (JSON only; `MODERATION_WORDS` decide the verdicts; the same
+                                failure scenarios apply)
 
 Use (pytest): the `fake_upstream` fixture (tests/fakes/fixtures.py) gives a started, freshly reset
 `FakeUpstream`; point a catalog endpoint or an `UpstreamCall` at `fake_upstream.base_url`
@@ -45,11 +47,16 @@ counts `fake.image_tokens` instead of its bytes (`billed_input_tokens`); output 
 request sent (`max_output_tokens`, `max_completion_tokens` or `max_tokens`: the model writes to its cap), or
 `fake.uncapped_output_tokens` when it sent none. `fake.omit_usage = True` answers without any usage, and so
 does every request whose upstream model contains `no-usage` (e.g. `no-usage/slow-stream-40`).
+`fake.service_tier` (default none) is the tier every answer reports it was served at (Responses and Chat
+`service_tier`; Anthropic `usage.service_tier`, or `usage.speed: "fast"` for `fast`).
 
 Scripted conversations (the server-tool loop): `fake.script = [Reply(...), ...]` plays those replies in order,
-one per request and whatever the model (the scenarios above still apply to failures and delays), then falls
-back to the default answer. A `Reply` is text pieces or a function call (`tool_name`, `tool_arguments`);
-`more_calls` adds parallel calls (Responses format only); `fail_status` answers that HTTP error instead.
+one per request and whatever the model (the scenarios above still apply to failures and delays; `billing`
+applies to them too), then falls back to the default answer; `fake.model_scripts[upstream_model] = [Reply(...),
+...]` does the same for the requests of one upstream model (played first: parallel calls to several models stay
+deterministic). A `Reply` is text pieces (with `images`: image output URLs, answered as Chat Completions
+`message.images`) or a function call (`tool_name`, `tool_arguments`); `more_calls` adds parallel calls (Responses
+format only); `fail_status` answers that HTTP error instead.
 
 A request whose key (`Authorization: Bearer <key>` or `x-api-key`) is in `fake.rejected_keys`
 (default `{"sk-invalid"}`) gets 401 whatever the model.
@@ -83,6 +90,8 @@ TOOL_ARGUMENT_PIECES = ['{"city":', ' "Paris"}']
 REASONING_PIECES = ["Thinking it ", "over."]
 OUTPUT_CAPS = ("max_output_tokens", "max_completion_tokens", "max_tokens")
 IMAGE_PARTS = frozenset({"input_image", "image_url", "image"})
+# POST /v1/moderations flags an input for a category when it contains one of its words.
+MODERATION_WORDS = {"violence": ("kill", "murder"), "harassment": ("idiot",), "hate": ("hateful",)}
 
 
 def _image_bytes(value: Any) -> tuple[int, int]:
@@ -170,9 +179,11 @@ class FakeUpstream:
     uncapped_output_tokens: int = 100_000
     embedding_tokens_per_input: int = 3  # /embeddings usage.prompt_tokens per input
     embedding_usage: bool = True  # False: /embeddings answers without `usage`
+    service_tier: str | None = None  # the tier every answer reports it was served at (see `Reply.service_tier`)
 
     def __post_init__(self) -> None:
         self.script: list[formats.Reply] = []  # replies played in order, whatever the model (then the default)
+        self.model_scripts: dict[str, list[formats.Reply]] = {}  # per upstream model, played before `script`
         self.requests: list[RecordedRequest] = []
         self.disconnects: list[str] = []
         self.disconnected = threading.Event()
@@ -216,6 +227,7 @@ class FakeUpstream:
             self.requests.clear()
             self.disconnects.clear()
             self.script.clear()
+            self.model_scripts.clear()
         self.disconnected.clear()
         if self._loop is not None and self.disconnect_event is not None:
             self._loop.call_soon_threadsafe(self.disconnect_event.clear)
@@ -232,6 +244,7 @@ class FakeUpstream:
             "uncapped_output_tokens",
             "embedding_tokens_per_input",
             "embedding_usage",
+            "service_tier",
         ):
             setattr(self, name, getattr(defaults, name))
 
@@ -250,6 +263,7 @@ class FakeUpstream:
                 web.post("/v1/chat/completions", self._handle),
                 web.post("/v1/messages", self._handle),
                 web.post("/v1/embeddings", self._handle),
+                web.post("/v1/moderations", self._handle),
             ]
         )
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
@@ -321,8 +335,11 @@ class FakeUpstream:
 
     def _reply(self, scenario: _Scenario, body: dict[str, Any], raw: bytes) -> formats.Reply:
         with self._lock:
+            replies = self.model_scripts.get(str(body.get("model", "")))
+            if replies:
+                return self._billed(replies.pop(0), body, raw)
             if self.script:
-                return self.script.pop(0)
+                return self._billed(self.script.pop(0), body, raw)
         finish = {"length": "length", "content-filter": "content_filter"}.get(scenario.name, "stop")
         if scenario.name == "tool-call":
             reply = formats.Reply(
@@ -332,6 +349,11 @@ class FakeUpstream:
             reasoning = list(REASONING_PIECES) if scenario.name == "reasoning" else []
             reply = formats.Reply(pieces=list(self.reply_pieces), finish=finish, reasoning=reasoning)
         reply.omit_usage = self.omit_usage or "no-usage" in str(body.get("model", ""))
+        return self._billed(reply, body, raw)
+
+    def _billed(self, reply: formats.Reply, body: dict[str, Any], raw: bytes) -> formats.Reply:
+        """`reply` with the usage of `self.billing` (scripted replies too): "size" bills what was sent."""
+        reply.service_tier = reply.service_tier or self.service_tier
         if self.billing == "size":
             reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
             reply.cached_tokens = reply.reasoning_tokens = 0
@@ -369,6 +391,8 @@ class FakeUpstream:
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
         if request.path.endswith("/embeddings"):
             return web.json_response(self._embeddings(body))
+        if request.path.endswith("/moderations"):
+            return web.json_response(self._moderations(body))
         reply = self._reply(scenario, body, record.raw)
         if reply.fail_status:
             return self._error(request.path, reply.fail_status, record.auth)
@@ -376,6 +400,19 @@ class FakeUpstream:
         if not record.stream:
             return await self._send_json(request, document, name, scenario.delay)
         return await self._send_stream(request, frames, scenario)
+
+    def _moderations(self, body: dict[str, Any]) -> dict[str, Any]:
+        """OpenAI moderations: an input is flagged for each category of `MODERATION_WORDS` one of whose words it
+        contains (case-insensitive); the answer lists every category with its verdict and a score."""
+        value = body.get("input")
+        inputs = [value] if isinstance(value, str) else list(value or [])
+        results = []
+        for text in inputs:
+            lowered = str(text).lower()
+            categories = {name: any(w in lowered for w in words) for name, words in MODERATION_WORDS.items()}
+            scores = {name: 0.97 if hit else 0.01 for name, hit in categories.items()}
+            results.append({"flagged": any(categories.values()), "categories": categories, "category_scores": scores})
+        return {"id": "modr-fake", "model": body.get("model"), "results": results}
 
     def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         """OpenAI embeddings: input i gets [(i+1)*0.1, (i+1)*0.2, ...] of `dimensions` (default 8) values, listed

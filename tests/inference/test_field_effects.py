@@ -166,14 +166,6 @@ def test_metadata_is_echoed_to_the_client_and_not_sent(agent, agent_catalog):  #
 
 
 REFUSED_BY_THE_PROVIDER_FORMAT = [
-    pytest.param(RESPONSES, {"modalities": ["text", "image"]}, "modalities (image output)", id="modalities"),
-    pytest.param(RESPONSES, {"image_config": {"size": "1024x1024"}}, "image_config", id="image_config"),
-    pytest.param(
-        RESPONSES,
-        {"prompt_cache_options": {"mode": "explicit", "ttl": "1h"}},
-        "prompt_cache_options",
-        id="prompt_cache_options",
-    ),
     pytest.param(CHAT, {"prompt": {"id": "pmpt_1"}}, "prompt", id="prompt-chat"),
     pytest.param(CLAUDE, {"prompt": {"id": "pmpt_1"}}, "prompt", id="prompt-anthropic"),
     pytest.param(RESPONSES, {"frequency_penalty": 0.5}, "frequency_penalty", id="frequency_penalty-responses"),

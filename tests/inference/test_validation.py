@@ -247,5 +247,5 @@ def test_unsupported_server_tool_is_refused_naming_it(kind):
 
 def test_plugin_enabled_must_be_boolean():
     with pytest.raises(GatewayError) as caught:
-        validate_body({"model": "a/b", "plugins": [{"id": "fusion", "enabled": "no"}]})
+        validate_body({"model": "a/b", "plugins": [{"id": "fusion", "analysis_models": ["a/b"], "enabled": "no"}]})
     assert caught.value.metadata["field"] == "plugins[0].enabled"

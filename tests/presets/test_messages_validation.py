@@ -71,7 +71,7 @@ INVALID = [
     ({"plugins": [{"id": "auto-router", "allowed_models": "a/*"}]}, "plugins[0].allowed_models"),
     ({"plugins": [{"id": "auto-router", "cost_tier": 1}]}, "plugins[0].cost_tier"),
     ({"plugins": [{"id": "auto-router", "pin_model": 1}]}, "plugins[0].pin_model"),
-    ({"plugins": [{"id": "fusion"}]}, "plugins[0].id"),  # a kind the gateway does not implement yet
+    ({"plugins": [{"id": "no-such-plugin"}]}, "plugins[0].id"),  # not a kind of the contract
     ({"plugins": [{"id": "auto-router", "surprise": True}]}, "plugins[0].surprise"),
     ({"tools": [{"name": "f", "input_schema": {"type": "object"}}, {"type": "service:unknown"}]}, "tools[1].type"),
     # cache_control

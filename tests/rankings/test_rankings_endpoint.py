@@ -87,10 +87,51 @@ def test_modality_and_context_bucket_combine(rankings_client):
     DailyModelTokens.objects.create(
         date=date(2026, 1, 5), model_permaslug="a/y", context_bucket="1K", tool_calling=True, total_tokens=9, requests=1
     )
-    body = _get(
-        rankings_client, start_date="2026-01-01", end_date="2026-01-31", modality="tool_calling", context_bucket="10K"
-    ).json()
-    assert body["data"] == [{"date": "2026-01-05", "model_permaslug": "a/x", "total_tokens": "7"}]
+    rank_daily_totals(date(2026, 1, 5))  # what aggregate_rankings does after writing the day's rows
+    for period in ("day", "week"):  # day: the stored ranks; week: grouped from the split rows
+        body = _get(
+            rankings_client,
+            start_date="2026-01-05",
+            end_date="2026-01-31",
+            modality="tool_calling",
+            context_bucket="10K",
+            period=period,
+        ).json()
+        assert body["data"] == [{"date": "2026-01-05", "model_permaslug": "a/x", "total_tokens": "7"}]
+
+
+def test_filtered_days_are_ranked_at_aggregation_time_with_the_same_cut_and_order(rankings_client):
+    day = date(2026, 2, 3)
+    for i in range(55):  # 55 models in the 10K bucket, half of them with images in
+        DailyModelTokens.objects.create(
+            date=day, model_permaslug=f"m/{i:02d}", context_bucket="10K", input_image=i % 2 == 0,
+            total_tokens=1000 - i if i != 54 else 1000, requests=1,
+        )  # fmt: skip
+    DailyModelTokens.objects.create(
+        date=day, model_permaslug="m/00", context_bucket="1K", total_tokens=5, requests=1
+    )  # another split row of m/00: it counts for `text` but not for `c=10K`
+    rank_daily_totals(day)
+    data = _get(rankings_client, start_date="2026-02-03", end_date="2026-02-03", context_bucket="10K").json()["data"]
+    assert [r["model_permaslug"] for r in data[:3]] == ["m/00", "m/54", "m/01"]  # tie at 1000: byte order
+    assert data[0]["total_tokens"] == "1000" and len(data) == 51
+    assert data[-1] == {
+        "date": "2026-02-03",
+        "model_permaslug": "other",
+        "total_tokens": str(sum(1000 - i for i in range(49, 54))),
+    }
+    text = _get(rankings_client, start_date="2026-02-03", end_date="2026-02-03", modality="text").json()["data"]
+    assert text[0] == {"date": "2026-02-03", "model_permaslug": "m/00", "total_tokens": "1005"}
+    both = _get(
+        rankings_client, start_date="2026-02-03", end_date="2026-02-03", modality="image", context_bucket="10K"
+    ).json()["data"]
+    assert len(both) == 28 and {r["model_permaslug"] for r in both} == {f"m/{i:02d}" for i in range(0, 55, 2)}
+    assert _get(rankings_client, start_date="2026-02-03", end_date="2026-02-03", modality="audio").json()["data"] == []
+    # A day aggregated again replaces its stored ranks.
+    DailyModelTokens.objects.filter(date=day).delete()
+    rank_daily_totals(day)
+    assert (
+        _get(rankings_client, start_date="2026-02-03", end_date="2026-02-03", context_bucket="10K").json()["data"] == []
+    )
 
 
 def test_top_50_plus_other_and_ordering_with_ties(rankings_client):

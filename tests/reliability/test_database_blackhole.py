@@ -86,6 +86,7 @@ def test_server_processes_connect_with_time_limits():
     assert serves_requests([".venv/bin/uvicorn"]) and serves_requests(["/x/gateway_project/serve.py"])
     assert serves_requests(["manage.py", "runserver"])
     assert not serves_requests(["manage.py", "migrate"]) and not serves_requests(["/x/bin/pytest"])
+    assert not serves_requests(["/x/site-packages/pytest/__main__.py"])  # python -m pytest (make test)
     options = postgres_options(environ.Env(), server_limits=True)
     params = connection.get_connection_params()
     target = {key: params[key] for key in ("host", "port", "user", "dbname") if params.get(key)}

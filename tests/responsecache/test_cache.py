@@ -5,6 +5,7 @@ when Redis fails, the purge API, the workspace setting, the size bounds and the 
 
 from __future__ import annotations
 
+import os
 import time
 
 import httpx
@@ -433,3 +434,52 @@ def test_an_entry_from_a_provider_a_guardrail_now_excludes_is_a_miss(oai, upstre
     second = generations(2)[1]
     assert second.provider != first.provider and not second.cache_hit
     assert len(upstream.requests) == 2
+
+
+def test_browsers_may_send_the_headers_and_read_the_result(gateway_server, org, upstream, settings):
+    settings.GATEWAY_CORS_ALLOWED_ORIGINS = ["https://app.example"]
+    origin = {"Origin": "https://app.example"}
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        preflight = client.options(
+            "/responses",
+            headers={
+                **origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type, x-service-cache, x-service-cache-ttl",
+            },
+        )
+        assert preflight.status_code == 204
+        assert "x-service-cache-ttl" in preflight.headers["access-control-allow-headers"]
+        answer = client.post(
+            "/responses",
+            json={"model": MODEL, "input": "Say hello"},
+            headers={**origin, **ON, "Authorization": f"Bearer {org.inference_key}"},
+        )
+    assert answer.headers["x-service-cache"] == "MISS"
+    assert "x-service-cache" in answer.headers["access-control-expose-headers"]
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL")
+def test_redis_black_holed_mid_run_uses_the_database_within_the_timeout(oai, upstream, org, settings):
+    from urllib.parse import urlparse
+
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    real = urlparse(os.environ["REDIS_URL"])
+    proxy = BlackholeProxy(real.hostname or "127.0.0.1", real.port or 6379).start()
+    try:
+        settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = f"redis://127.0.0.1:{proxy.port}{real.path or '/0'}"
+        assert cache_header(ask(oai)[0]) == "MISS"
+        assert cache_header(ask(oai)[0]) == "HIT"  # from Redis
+        assert not ResponseCacheEntry.objects.filter(organization=org.organization).exists()
+        proxy.blackhole()
+        started = time.monotonic()
+        raw, answer = ask(oai)  # Redis does not answer: the database has no entry yet
+        assert cache_header(raw) == "MISS" and answer.output_text == TEXT
+        raw, answer = ask(oai)
+        assert cache_header(raw) == "HIT" and answer.output_text == TEXT
+        assert time.monotonic() - started < 15  # each Redis call gives up after GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS
+        assert ResponseCacheEntry.objects.filter(organization=org.organization).count() == 1
+        assert len(upstream.requests) == 2
+    finally:
+        proxy.stop()

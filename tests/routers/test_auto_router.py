@@ -75,9 +75,13 @@ def test_allowed_and_excluded_patterns_and_context_length(client, router_catalog
     excluded = stage_of(response.json(), "auto-router")["data"]["excluded"]
     assert set(excluded) == {"cheap/small", "mid/coder", "trivia/sage"}
     assert "exceeds its context length" in excluded["cheap/small"]
+    compressed = ask(client, long_prompt, [{"id": "auto-router", "cost_tier": "low"}, {"id": "context-compression"}])
+    assert compressed.status_code == 200 and compressed.json()["model"] == "cheap/small"  # the prompt is cut to fit
+    assert router_catalog.last.model == upstream_of("cheap/small")
+    assert len(router_catalog.last.raw) < 8000 * 4
     nothing = ask(client, CODE_PROMPT, [{"id": "auto-router", "allowed_models": ["nobody/*"]}])
     assert nothing.status_code == 404 and "auto-router" in nothing.json()["error"]["message"]
-    assert upstream_models(router_catalog) == [upstream_of("big/large")] * 2
+    assert upstream_models(router_catalog) == [upstream_of(m) for m in ("big/large", "big/large", "cheap/small")]
 
 
 def test_guardrails_narrow_the_pool(client, router_catalog, org):
@@ -165,3 +169,18 @@ def test_a_disabled_router_plugin_leaves_the_model_to_the_client(client, router_
     response = ask(client, CODE_PROMPT, [{"id": "auto-router", "enabled": False}], model="cheap/small")
     assert response.status_code == 200 and response.json()["model"] == "cheap/small"
     assert all(s.get("name") != "auto-router" for s in response.json()["service_metadata"]["pipeline"])
+
+
+def test_the_router_through_anthropic_messages(client, router_catalog, gateway_server, org):
+    import anthropic
+
+    sdk = anthropic.Anthropic(base_url=f"{gateway_server.url}/api", api_key=org.inference_key, max_retries=0)
+    message = sdk.messages.create(
+        model="openrouter/auto",
+        max_tokens=100,
+        messages=[{"role": "user", "content": TRIVIA_PROMPT}],
+    )
+    assert message.model == "trivia/sage" and message.content[0].text == "Hello from the fake upstream."
+    assert upstream_models(router_catalog) == [upstream_of("trivia/sage")]
+    [row] = generations(1)
+    assert row.model == "trivia/sage" and row.requested_model == "openrouter/auto" and row.ingress_format == "messages"

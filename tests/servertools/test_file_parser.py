@@ -132,3 +132,64 @@ def test_refusals_are_400_naming_the_field(agent, agent_catalog, plugin, parts, 
     error = response.json()["error"]
     assert error["metadata"]["field"] == field and words in error["message"]
     assert agent_catalog.requests == []
+
+
+def test_budget_holds_the_parsed_text_not_the_files_catalog_worst_case(agent, agent_catalog, org):
+    """The catalog says a file costs at most 10 tokens on this endpoint; its text is 20 pages long. The hold is
+    taken on the text the model is sent: a budget that covers the request as sent by the client but not the
+    parsed text refuses it (402) before the model is called; a larger one is charged what was billed."""
+    from budgets.estimate import worst_case_cost
+    from inference.models import Endpoint
+    from inference.plugins.files import classify, parse
+    from inference.routing import candidate_from_endpoint
+    from tests.servertools.test_loop import counter, put_budget
+
+    Endpoint.objects.filter(model__slug=MODEL).update(max_file_tokens=10)
+    part = pdf_part(*[f"Page {n}: " + "figures and notes " * 5 for n in range(20)])
+    body = {"model": MODEL, "input": question(part), "plugins": [{"id": "file-parser"}], "max_output_tokens": 10}
+    endpoint = Endpoint.objects.select_related("model", "provider").get(model__slug=MODEL)
+    cand = candidate_from_endpoint(endpoint)
+    as_sent = worst_case_cost(body, [cand])
+    parsed = {"type": "input_text", "text": parse(classify(part, "f"), 100).text}
+    as_parsed = worst_case_cost({**body, "input": question(parsed)}, [cand])
+    assert as_parsed > 2 * as_sent
+    put_budget(org, "daily", float(as_sent * 2))
+    response = agent.post("/responses", json=body)
+    assert response.status_code == 402, response.text
+    assert agent_catalog.requests == []
+    put_budget(org, "daily", 1)
+    agent_catalog.script = [text("Twenty pages of figures.")]
+    response = agent.post("/responses", json=body)
+    assert response.status_code == 200, response.text
+    rows = generations(2)
+    spent = counter(org)
+    assert spent.spent_usd == rows[-1].cost > 0 and spent.reserved_units == 0
+
+
+def test_streamed_answer_about_a_parsed_pdf(agent, agent_catalog):
+    agent_catalog.script = [text("Revenue ", "was 4.2M.")]
+    response = post(agent, MODEL, [pdf_part(*PAGES)], stream=True)
+    assert response.status_code == 200 and "Revenue " in response.text and "response.completed" in response.text
+    sent = agent_catalog.requests[0].body["input"][0]["content"][1]["text"]
+    assert "Quarterly revenue was 4.2 million." in sent and agent_catalog.requests[0].stream
+
+
+def test_a_pdf_document_block_on_messages_reaches_a_text_model_as_text(agent_catalog, gateway_server, org):
+    """Through /messages (the anthropic SDK): a base64 PDF document block for a model that cannot read files."""
+    from anthropic import Anthropic
+
+    client = Anthropic(base_url=f"{gateway_server.url}/api", api_key=org.inference_key, max_retries=0)
+    agent_catalog.script = [text("Revenue was 4.2 million.")]
+    data = base64.b64encode(make_pdf(*PAGES)).decode()
+    document = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}
+    message = client.messages.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=[{"role": "user", "content": [document, {"type": "text", "text": "Summarize."}]}],
+        extra_body={"plugins": [{"id": "file-parser"}]},
+    )
+    assert message.content[0].text == "Revenue was 4.2 million."
+    sent = agent_catalog.requests[0].body["input"][0]["content"][0]
+    assert sent["type"] == "input_text" and "--- page 2 ---\nCosts fell by 8 percent." in sent["text"]
+    [row] = generations(1)
+    assert row.ingress_format == "messages" and any(s.get("name") == "file-parser" for s in row.pipeline)

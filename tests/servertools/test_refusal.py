@@ -32,12 +32,12 @@ def test_preset_stored_with_an_unsupported_plugin_is_refused_at_use(org, http):
     created = org.client().post("/api/v1/presets/legacy/responses", {"model": "echo/echo-1"}, format="json")
     assert created.status_code == 200, created.json()
     # A version written before the kind was refused (or by hand): the merged request is checked again.
-    PresetVersion.objects.update(config={"model": "echo/echo-1", "plugins": [{"id": "fusion"}]})
+    PresetVersion.objects.update(config={"model": "echo/echo-1", "plugins": [{"id": "retired-plugin"}]})
     from gateway_project.policy_cache import bump_policy_version
 
     bump_policy_version()
     response = http.post("/responses", json={"model": "@preset/legacy", "input": "hi"})
     assert response.status_code == 400, response.text
-    assert "plugin 'fusion' is not supported yet" in response.json()["error"]["message"]
+    assert "plugin 'retired-plugin' is not supported yet" in response.json()["error"]["message"]
     rows = generations(1)
     assert rows[0].status == "failed" and rows[0].error_code == 400

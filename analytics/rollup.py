@@ -1,0 +1,115 @@
+"""Keeping the hourly rollups: an additive upsert per batch of Generation rows, and a rebuild from the rows.
+
+`rollup_generations(rows)` runs inside the accounting transaction that inserts the rows (inference/accounting.py,
+after the response went out, group-committed): the batch is first summed in Python per (organization, hour,
+dimension, value), then written with one multi-row `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x`
+statement (one round trip; 400 rows per statement), its rows in sorted order so that concurrent writers lock
+rows in the same order (no deadlock).
+A batch of N generations writes at most 6 x N rows, usually far fewer (every row of a batch shares its
+status and hour rows). It runs in a savepoint: if it fails, the Generation rows are still written (the failure
+is logged and `rollup_usage` rebuilds the hours).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.db import DatabaseError, connection, transaction
+
+from analytics.histogram import BIN_FIELDS, bin_of
+from analytics.models import Dimension, UsageRollup
+
+logger = logging.getLogger("gateway.analytics")
+
+# Generation attribute read for each dimension (None is stored as "").
+DIMENSION_SOURCES = {
+    Dimension.MODEL: "model",
+    Dimension.PROVIDER: "provider",
+    Dimension.KEY: "key_hash",
+    Dimension.WORKSPACE: "workspace_id",
+    Dimension.USER: "user_id",
+    Dimension.STATUS: "status",
+}
+SUMS = ("requests", "errors", "prompt_tokens", "completion_tokens", "reasoning_tokens", "cached_tokens", "cost")
+KEY_COLUMNS = ("organization_id", "dimension", "bucket", "value")
+VALUE_COLUMNS = SUMS + BIN_FIELDS
+FAILED = "failed"
+ROWS_PER_STATEMENT = 400  # x 37 parameters: within SQLite's 32,766 and PostgreSQL's 65,535
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _sums(rows: Iterable) -> dict[tuple, list]:
+    totals: dict[tuple, list] = {}
+    width = len(VALUE_COLUMNS)
+    for row in rows:
+        hour = hour_of(row.created_at)
+        latency_bin = None if row.latency_ms is None else len(SUMS) + bin_of(row.latency_ms)
+        own = (
+            1,
+            1 if row.status == FAILED else 0,
+            row.input_tokens,
+            row.output_tokens,
+            row.reasoning_tokens,
+            row.cached_tokens,
+            Decimal(row.cost),
+        )
+        for dimension, attribute in DIMENSION_SOURCES.items():
+            value = getattr(row, attribute)
+            key = (str(row.organization_id), dimension.value, hour, "" if value is None else str(value)[:200])
+            # (the organization id as text: rows of one batch may carry it as a UUID or a string)
+            sums = totals.get(key)
+            if sums is None:
+                sums = totals[key] = [0] * (width - 1 - len(BIN_FIELDS)) + [Decimal(0)] + [0] * len(BIN_FIELDS)
+            for index, amount in enumerate(own):
+                sums[index] += amount
+            if latency_bin is not None:
+                sums[latency_bin] += 1
+    return totals
+
+
+def _upsert_sql(rows: int) -> str:
+    table = connection.ops.quote_name(UsageRollup._meta.db_table)
+    columns = KEY_COLUMNS + VALUE_COLUMNS
+    updates = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in VALUE_COLUMNS)
+    values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * rows)
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "
+        f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}"
+    )
+
+
+def _params(totals: dict[tuple, list]) -> list[list]:
+    adapt = connection.ops.adapt_datetimefield_value
+    decimal = connection.ops.adapt_decimalfield_value
+    organization = UsageRollup._meta.get_field("organization")
+    cost_index = SUMS.index("cost")
+    params = []
+    for key in sorted(totals):
+        organization_id, dimension, hour, value = key
+        sums = list(totals[key])
+        sums[cost_index] = decimal(sums[cost_index], 24, 10)
+        org = organization.get_db_prep_value(uuid.UUID(organization_id), connection)
+        params.append([org, dimension, adapt(hour), value, *sums])
+    return params
+
+
+def rollup_generations(rows: list) -> None:
+    """Add a batch of just-written Generation rows to their hourly rollups (inside the caller's transaction)."""
+    totals = _sums(rows)
+    if not totals:
+        return
+    params = _params(totals)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for first in range(0, len(params), ROWS_PER_STATEMENT):
+                chunk = params[first : first + ROWS_PER_STATEMENT]
+                cursor.execute(_upsert_sql(len(chunk)), [value for row in chunk for value in row])
+    except DatabaseError:
+        logger.exception("usage rollup of %d generation rows failed; `manage.py rollup_usage` rebuilds it", len(rows))
