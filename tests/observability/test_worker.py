@@ -14,6 +14,7 @@ from io import StringIO
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.db import OperationalError, connection
 from django.test import Client
 from django.utils import timezone
 
@@ -241,9 +242,19 @@ def test_command_delivers_and_stops_cleanly_on_sigterm(api, org, receiver, setti
 
     before = signal.getsignal(signal.SIGTERM)
 
+    def delivered() -> bool:
+        try:
+            return OutboxEntry.objects.filter(status="delivered").exists()
+        except OperationalError:  # SQLite's shared-cache table lock while the worker writes: look again
+            return False
+        finally:
+            connection.close()  # this thread's connection
+
     def terminate():
+        # SIGTERM once the row is marked delivered, not when the receiver has the request: the worker may have
+        # to retry that write (a locked SQLite table under load), and a stop before it leaves the row pending.
         deadline = time.monotonic() + 30
-        while not receiver.requests and time.monotonic() < deadline:
+        while not (receiver.requests and delivered()) and time.monotonic() < deadline:
             time.sleep(0.02)
         if signal.getsignal(signal.SIGTERM) is not before:  # never SIGTERM pytest itself
             os.kill(os.getpid(), signal.SIGTERM)
