@@ -124,8 +124,6 @@ FIELDS: dict[str, list[str]] = {
     "previous_response_id": [f"{INVALID}[previous_response_id]"],  # only null: the API is stateless
     "prompt": [
         f"{FE}[prompt]",
-        f"{REFUSED}[prompt-chat]",
-        f"{REFUSED}[prompt-anthropic]",
         f"{RF}::test_a_stored_prompt_goes_only_to_providers_that_store_prompts",
     ],
     "prompt.id": [f"{FE}[prompt]"],

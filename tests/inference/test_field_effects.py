@@ -166,8 +166,6 @@ def test_metadata_is_echoed_to_the_client_and_not_sent(agent, agent_catalog):  #
 
 
 REFUSED_BY_THE_PROVIDER_FORMAT = [
-    pytest.param(CHAT, {"prompt": {"id": "pmpt_1"}}, "prompt", id="prompt-chat"),
-    pytest.param(CLAUDE, {"prompt": {"id": "pmpt_1"}}, "prompt", id="prompt-anthropic"),
     pytest.param(RESPONSES, {"frequency_penalty": 0.5}, "frequency_penalty", id="frequency_penalty-responses"),
     pytest.param(RESPONSES, {"top_k": 5}, "top_k", id="top_k-responses"),
     pytest.param(CLAUDE, {"presence_penalty": 0.5}, "presence_penalty", id="presence_penalty-anthropic"),
