@@ -124,6 +124,8 @@ FIELDS: dict[str, list[str]] = {
     "previous_response_id": [f"{INVALID}[previous_response_id]"],  # only null: the API is stateless
     "prompt": [
         f"{FE}[prompt]",
+        "tests/inference/test_field_effects.py::test_stored_prompt_is_refused_where_no_candidate_stores_prompts[prompt-chat]",
+        "tests/inference/test_field_effects.py::test_stored_prompt_is_refused_where_no_candidate_stores_prompts[prompt-anthropic]",
         f"{RF}::test_a_stored_prompt_goes_only_to_providers_that_store_prompts",
     ],
     "prompt.id": [f"{FE}[prompt]"],

@@ -165,6 +165,15 @@ def test_metadata_is_echoed_to_the_client_and_not_sent(agent, agent_catalog):  #
     assert "metadata" not in agent_catalog.requests[-1].body
 
 
+@pytest.mark.parametrize("model", [CHAT, CLAUDE], ids=["prompt-chat", "prompt-anthropic"])
+def test_stored_prompt_is_refused_where_no_candidate_stores_prompts(agent, agent_catalog, model):  # noqa: F811
+    response = agent.post("/responses", json={"model": model, "input": "Hello", "prompt": {"id": "pmpt_1"}})
+    assert response.status_code == 400, response.text
+    message = response.json()["error"]["message"]
+    assert message.startswith("prompt:") and "providers that store prompts" in message
+    assert agent_catalog.requests == []
+
+
 REFUSED_BY_THE_PROVIDER_FORMAT = [
     pytest.param(RESPONSES, {"frequency_penalty": 0.5}, "frequency_penalty", id="frequency_penalty-responses"),
     pytest.param(RESPONSES, {"top_k": 5}, "top_k", id="top_k-responses"),
