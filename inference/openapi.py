@@ -211,6 +211,8 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
                     },
                     nullable=False,
                 ),
+                "analysis_models": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 8},
+                "min_coding_score": {"type": "number", "minimum": 0, "maximum": 1},
                 "detectors": {"type": "array", "items": {"type": "string", "enum": list(BUILTIN_SLUGS)}},
                 "check_output": {"type": "boolean"},
             },

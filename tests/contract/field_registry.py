@@ -104,6 +104,13 @@ FIELDS: dict[str, list[str]] = {
         "tests/routers/test_fusion.py::test_fusion_refusals",
     ],
     "plugins[id=moderation]": [f"{MOD}::test_moderation_model_flags_violence_before_the_model_is_called"],
+    "plugins[].analysis_models": [
+        "tests/routers/test_fusion.py::test_the_panel_answers_and_the_request_model_synthesizes",
+        "tests/routers/test_fusion.py::test_fusion_refusals",
+    ],
+    "plugins[].min_coding_score": [
+        "tests/routers/test_pareto_router.py::test_the_cheapest_frontier_model_meeting_the_score",
+    ],
     "plugins[].detectors": [
         f"{MOD}::test_clean_input_passes_and_chosen_detectors_apply",
         f"{MOD}::test_refusals_are_400_naming_the_field",
