@@ -3,16 +3,18 @@
 Per scope, a sorted set `gateway:rl:<scope>:log` (member: request id, score: admission time in ms from the
 Redis clock, so every replica shares one clock) and a hash `gateway:rl:<scope>:tokens` (request id -> tokens
 held, and `_total`). Both expire a second after the window of their newest entry. One Redis (or a primary),
-not a Redis Cluster: a check touches the keys of two scopes.
+not a Redis Cluster: a check touches the keys of two scopes. The scripts go over the pipelined connection of
+gateway_project/redis_pipe.py (one per event loop), not redis-py's pooled client.
 """
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 from typing import Any
 
 from django.conf import settings
 
+from gateway_project import redis_pipe
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
 
 CHECK = """
@@ -33,7 +35,9 @@ for i = 1, n do
       redis.call('HDEL', amounts, member)
     end
     redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
-    redis.call('HINCRBY', amounts, '_total', -freed)
+    if freed ~= 0 then
+      redis.call('HINCRBY', amounts, '_total', string.format('%d', -freed))
+    end
   end
   counts[i] = redis.call('ZCARD', log)
   totals[i] = tonumber(redis.call('HGET', amounts, '_total') or '0')
@@ -64,7 +68,7 @@ if refused == 0 then
     local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
     redis.call('ZADD', log, now, id)
     redis.call('HSET', amounts, id, tokens)
-    redis.call('HINCRBY', amounts, '_total', tokens)
+    redis.call('HINCRBY', amounts, '_total', ARGV[3])
     redis.call('PEXPIRE', log, window + 1000)
     redis.call('PEXPIRE', amounts, window + 1000)
     counts[i] = counts[i] + 1
@@ -88,31 +92,24 @@ for i = 1, #KEYS do
   local held = redis.call('HGET', KEYS[i], ARGV[1])
   if held then
     redis.call('HSET', KEYS[i], ARGV[1], ARGV[2])
-    redis.call('HINCRBY', KEYS[i], '_total', tonumber(ARGV[2]) - tonumber(held))
+    local change = tonumber(ARGV[2]) - tonumber(held)
+    if change ~= 0 then
+      redis.call('HINCRBY', KEYS[i], '_total', string.format('%d', change))
+    end
   end
 end
 return 0
 """
 
-_clients: dict[int, Any] = {}
+CHECK_SHA = hashlib.sha1(CHECK.encode()).hexdigest()
+SETTLE_SHA = hashlib.sha1(SETTLE.encode()).hexdigest()
 
 
-def _scripts():
-    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops)."""
-    import redis.asyncio as aioredis
-
-    loop_id = id(asyncio.get_running_loop())
-    entry = _clients.get(loop_id)
-    if entry is None:
-        timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
-        client = aioredis.Redis.from_url(
-            settings.GATEWAY_RATE_LIMIT_REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
-        entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
-        if len(_clients) > 64:  # event loops of finished test servers
-            _clients.clear()
-        _clients[loop_id] = entry
-    return entry
+def _pipe() -> redis_pipe.RedisPipe:
+    """The running event loop's pipelined connection (gateway_project/redis_pipe.py)."""
+    return redis_pipe.for_loop(
+        settings.GATEWAY_RATE_LIMIT_REDIS_URL, settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
+    )
 
 
 def _keys(limits: list[RateLimit]) -> list[str]:
@@ -124,11 +121,10 @@ def _keys(limits: list[RateLimit]) -> list[str]:
 
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
     """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come."""
-    _, script, _ = _scripts()
     args: list[Any] = [WINDOW_MS, request_id, tokens]
     for limit in limits:
         args += [limit.requests_per_minute or 0, limit.tokens_per_minute or 0]
-    result = await script(keys=_keys(limits), args=args)
+    result = await _pipe().evalsha(CHECK_SHA, CHECK, _keys(limits), args)
     refused, dimension, retry = int(result[0]), result[1], int(result[2])
     states = [
         ScopeState(limit, int(result[3 + 3 * i]), int(result[4 + 3 * i]), int(result[5 + 3 * i]))
@@ -147,6 +143,5 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
 
 async def settle(limits: list[RateLimit], request_id: str, tokens: int) -> None:
     """Replace the request's held tokens by `tokens` in every scope whose window still holds it."""
-    _, _, script = _scripts()
     keys = [f"gateway:rl:{limit.key}:tokens" for limit in limits]
-    await script(keys=keys, args=[request_id, tokens])
+    await _pipe().evalsha(SETTLE_SHA, SETTLE, keys, [request_id, tokens])
