@@ -8,36 +8,19 @@ own day is rebuilt may be missed or counted twice.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from analytics.rebuild import rebuild_day
-from rankings.aggregation import last_completed_day
-
-
-def _date(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise CommandError(f"not a YYYY-MM-DD date: {value!r}") from None
+from gateway_project.day_range import add_day_range_arguments, day_range
 
 
 class Command(BaseCommand):
     help = "Rebuild the hourly usage rollups (analytics) of whole UTC days from Generation rows."
 
     def add_arguments(self, parser):
-        parser.add_argument("--since", help="First UTC day (YYYY-MM-DD), default: --until")
-        parser.add_argument("--until", help="Last UTC day (YYYY-MM-DD), default: the last completed day")
+        add_day_range_arguments(parser)
 
     def handle(self, *args, **options):
-        until = _date(options["until"]) if options["until"] else last_completed_day()
-        since = _date(options["since"]) if options["since"] else until
-        if since > until:
-            raise CommandError("--since must not be after --until")
-        total = 0
-        day = since
-        while day <= until:
-            total += rebuild_day(day)
-            day += timedelta(days=1)
-        self.stdout.write(f"Rebuilt {total} rollup rows for {(until - since).days + 1} day(s) {since}..{until}")
+        days = day_range(options)
+        total = sum(rebuild_day(day) for day in days)
+        self.stdout.write(f"Rebuilt {total} rollup rows for {len(days)} day(s) {days[0]}..{days[-1]}")
