@@ -9,7 +9,6 @@ import pytest
 import redis.asyncio
 from django.conf import settings
 
-from gateway_project import redis_pipe
 from ratelimits import db_store, redis_store
 from ratelimits.limits import WINDOW_MS, RateLimit
 from ratelimits.models import RateLimitEntry, RateLimitScope
@@ -76,9 +75,9 @@ async def _redis_run(coro_fn):
     try:
         return await coro_fn()
     finally:
-        for pipe in redis_pipe._pipes.values():
-            pipe.fail(ConnectionError("test over"))
-        redis_pipe._pipes.clear()
+        client, _, _ = redis_store._scripts()
+        redis_store._clients.clear()
+        await client.aclose()
 
 
 def test_redis_requests_and_tokens():
