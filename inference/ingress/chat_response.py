@@ -20,10 +20,16 @@ from typing import Any
 
 import orjson
 
-from inference.ingress.common import finish_outcome, function_calls, mark_first_byte, reasoning_text, refusal_text
+from inference.ingress.common import (
+    answer_json,
+    finish_outcome,
+    function_calls,
+    mark_first_byte,
+    reasoning_text,
+    refusal_text,
+)
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
-from inference.response import service_metadata
 
 DONE_FRAME = b"data: [DONE]\n\n"
 
@@ -99,11 +105,7 @@ def completion_json(ctx: Context, result: CanonicalResult, candidate: Candidate,
         message["images"] = images
     payload = _envelope(ctx, candidate, "chat.completion")
     payload["choices"] = [{"index": 0, "message": message, "finish_reason": finish_reason(result), "logprobs": None}]
-    payload["usage"] = usage_object(result.usage, cost, is_byok)
-    if ctx.metadata_enabled:
-        payload["service_metadata"] = service_metadata(ctx)
-    mark_first_byte(ctx)
-    return orjson.dumps(payload)
+    return answer_json(ctx, payload, usage_object(result.usage, cost, is_byok))
 
 
 class ChatStream:

@@ -158,20 +158,25 @@ def record_streamed_output(ctx: Context, text: str, calls: list[dict[str, Any]])
 UsageObject = Callable[[Usage, Decimal, bool], dict[str, Any]]
 
 
+def answer_json(ctx: Context, payload: dict[str, Any], usage: dict[str, Any]) -> bytes:
+    """The end of a JSON answer in any client format: its `usage`, `service_metadata` when asked for, the first
+    byte marked, the body serialized."""
+    payload["usage"] = usage
+    if ctx.metadata_enabled:
+        payload["service_metadata"] = service_metadata(ctx)
+    mark_first_byte(ctx)
+    return orjson.dumps(payload)
+
+
 def loop_usage(usage_object: UsageObject, usage: Usage, cost: Decimal, is_byok: bool, kinds: list[str]) -> dict:
     """A server-tool loop's `usage` in the client's format, with `server_tool_use` (the searches and fetches)."""
     return {**usage_object(usage, cost, is_byok), "server_tool_use": server_tool_usage(kinds)}
 
 
 def loop_json(ctx: Context, payload: dict[str, Any], answer: LoopAnswer, usage_object: UsageObject) -> bytes:
-    """The end of a server-tool loop's JSON answer in any format: its usage, `service_metadata` when asked for,
-    the first byte marked, the body serialized."""
+    """The end of a server-tool loop's JSON answer in any format (its usage has `server_tool_use`)."""
     kinds = [item.get("type", "") for item in answer.output]
-    payload["usage"] = loop_usage(usage_object, answer.usage, answer.cost, answer.is_byok, kinds)
-    if ctx.metadata_enabled:
-        payload["service_metadata"] = service_metadata(ctx)
-    mark_first_byte(ctx)
-    return orjson.dumps(payload)
+    return answer_json(ctx, payload, loop_usage(usage_object, answer.usage, answer.cost, answer.is_byok, kinds))
 
 
 class LoopStreamState:

@@ -23,10 +23,9 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import GatewayError
-from inference.ingress.common import finish_outcome, function_calls, mark_first_byte, reasoning_text
+from inference.ingress.common import answer_json, finish_outcome, function_calls, mark_first_byte, reasoning_text
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
-from inference.response import service_metadata
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -122,11 +121,7 @@ def message_json(ctx: Context, result: CanonicalResult, candidate: Candidate, is
         }
         payload["content"].append(block)
     payload["stop_reason"] = stop_reason(result)
-    payload["usage"] = usage_object(result.usage, cost, is_byok)
-    if ctx.metadata_enabled:
-        payload["service_metadata"] = service_metadata(ctx)
-    mark_first_byte(ctx)
-    return orjson.dumps(payload)
+    return answer_json(ctx, payload, usage_object(result.usage, cost, is_byok))
 
 
 class MessagesStream:
