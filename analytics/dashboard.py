@@ -11,7 +11,7 @@ from django.utils import timezone
 from accounts.models import ApiKey, Workspace
 from accounts.principal import Principal
 from analytics import svg
-from analytics.models import Dimension, UsageRollup
+from analytics.models import Dimension, UsageDailyRollup
 from analytics.selectors import UsageQuery, group_labels, usage_series
 from budgets.counters import recorded_spend_units, units_to_usd
 from budgets.selectors import key_spend_limit, workspace_spend_limits
@@ -26,9 +26,9 @@ def _days(end: datetime, days: int) -> list[datetime]:
 
 
 def _totals(organization_id, dimension: str, start: datetime, end: datetime) -> list[tuple[str, float]]:
-    """(value, cost) of one dimension over the window, most expensive first."""
+    """(value, cost) of one dimension over the window (whole UTC days: the daily tier), most expensive first."""
     rows = (
-        UsageRollup.objects.filter(organization_id=organization_id, dimension=dimension)
+        UsageDailyRollup.objects.filter(organization_id=organization_id, dimension=dimension)
         .filter(bucket__gte=start, bucket__lt=end)
         .values("value")
         .annotate(cost=Sum("cost"), requests=Sum("requests"))

@@ -1,9 +1,10 @@
-"""Rebuilding hourly rollups from Generation rows (manage.py rollup_usage; generate_demo_traffic).
+"""Rebuilding the usage rollups from Generation rows (manage.py rollup_usage; generate_demo_traffic).
 
-For a range of whole UTC days: the rollup rows of those hours are deleted and recomputed by the database
-(one GROUP BY per dimension and day over the `(organization, created_at)` index), in one transaction per day.
-Meant for closed days (backfill after an upgrade, repair after a failed upsert, demo data): a generation
-written while its own day is being rebuilt may be counted twice or not at all.
+For a range of whole UTC days: the hourly rollup rows of those days are deleted and recomputed by the database
+(one GROUP BY per dimension and day over the `(organization, created_at)` index), then the daily rows of the day
+are recomputed as the sums of those hourly rows (one GROUP BY), in one transaction per day. Meant for closed
+days (backfill after an upgrade, repair after a failed upsert, demo data): a generation written while its own
+day is being rebuilt may be counted twice or not at all.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from datetime import date, datetime, time, timedelta
 
 from django.db import transaction
 from django.db.models import Case, Count, DecimalField, IntegerField, Q, Sum, Value, When
-from django.db.models.functions import Coalesce, TruncHour
+from django.db.models.functions import Coalesce, TruncDay, TruncHour
 
 from analytics.histogram import BIN_FIELDS, bin_range
-from analytics.models import UsageRollup
-from analytics.rollup import DIMENSION_SOURCES, FAILED, UTC
+from analytics.models import UsageDailyRollup, UsageRollup
+from analytics.rollup import DIMENSION_SOURCES, FAILED, SUMS, UTC
 from inference.models import Generation
 
 _ZERO = Value(0)
@@ -78,4 +79,29 @@ def rebuild_day(day: date) -> int:
             ]
             UsageRollup.objects.bulk_create(batch, batch_size=2000)
             written += len(batch)
+        written += rebuild_daily(start, end)
     return written
+
+
+def rebuild_daily(start: datetime, end: datetime) -> int:
+    """Recompute the daily rollups of the whole UTC days in [start, end) as the sums of their hourly rows;
+    returns the number of daily rows written. Call it inside a transaction (rebuild_day does)."""
+    UsageDailyRollup.objects.filter(bucket__gte=start, bucket__lt=end).delete()
+    grouped = (
+        UsageRollup.objects.filter(bucket__gte=start, bucket__lt=end)
+        .values("organization_id", "dimension", "value", day=TruncDay("bucket", tzinfo=UTC))
+        .annotate(**{f"sum_{name}": Sum(name) for name in SUMS + BIN_FIELDS})
+        .order_by()
+    )
+    batch = [
+        UsageDailyRollup(
+            organization_id=item["organization_id"],
+            bucket=item["day"],
+            dimension=item["dimension"],
+            value=item["value"],
+            **{name: item[f"sum_{name}"] for name in SUMS + BIN_FIELDS},
+        )
+        for item in grouped.iterator(chunk_size=5000)
+    ]
+    UsageDailyRollup.objects.bulk_create(batch, batch_size=2000)
+    return len(batch)

@@ -1,13 +1,15 @@
-"""Keeping the hourly rollups: an additive upsert per batch of Generation rows, and a rebuild from the rows.
+"""Keeping the usage rollups: an additive upsert per batch of Generation rows, and a rebuild from the rows.
 
 `rollup_generations(rows)` runs inside the accounting transaction that inserts the rows (inference/accounting.py,
 after the response went out, group-committed): the batch is first summed in Python per (organization, hour,
-dimension, value), then written with one multi-row `INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x`
-statement (one round trip; 400 rows per statement), its rows in sorted order so that concurrent writers lock
-rows in the same order (no deadlock).
-A batch of N generations writes at most 6 x N rows, usually far fewer (every row of a batch shares its
+dimension, value), those sums again per UTC day, then each tier is written with one
+`INSERT ... ON CONFLICT DO UPDATE SET x = x + excluded.x` statement (one round trip per tier: on PostgreSQL its
+rows are one JSON parameter, elsewhere a multi-row VALUES of up to 400 rows per statement), hourly then daily,
+rows in sorted order, so that concurrent writers lock rows in the same order (no deadlock). The daily row of a
+day is therefore always the sum of its hourly rows, today's included.
+A batch of N generations writes at most 6 x N rows per tier, usually far fewer (every row of a batch shares its
 status and hour rows). It runs in a savepoint: if it fails, the Generation rows are still written (the failure
-is logged and `rollup_usage` rebuilds the hours).
+is logged and `rollup_usage` rebuilds the days).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import orjson
 from django.db import DatabaseError, connection, transaction
 
 from analytics.histogram import BIN_FIELDS, bin_of
-from analytics.models import Dimension, UsageRollup
+from analytics.models import Dimension, UsageDailyRollup, UsageRollup
 
 logger = logging.getLogger("gateway.analytics")
 
@@ -46,6 +48,10 @@ ROWS_PER_STATEMENT = 400  # x 37 parameters: within SQLite's 32,766 and PostgreS
 
 def hour_of(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def day_of(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _sums(rows: Iterable) -> dict[tuple, list]:
@@ -83,6 +89,20 @@ def _sums(rows: Iterable) -> dict[tuple, list]:
                 sums[index] += amount
             if latency_bin is not None:
                 sums[latency_bin] += own[0]
+    return totals
+
+
+def daily_sums(hourly: dict[tuple, list]) -> dict[tuple, list]:
+    """The hourly sums of a batch added up per UTC day (the same keys with the day instead of the hour)."""
+    totals: dict[tuple, list] = {}
+    for (organization_id, dimension, hour, value), sums in hourly.items():
+        key = (organization_id, dimension, day_of(hour), value)
+        into = totals.get(key)
+        if into is None:
+            totals[key] = list(sums)
+        else:
+            for index, amount in enumerate(sums):
+                into[index] += amount
     return totals
 
 
@@ -153,14 +173,21 @@ def _upsert(model, params: list[list]) -> None:
             cursor.execute(_upsert_sql(model, len(chunk)), [value for row in chunk for value in row])
 
 
-def rollup_generations(rows: list) -> None:
-    """Add a batch of just-written Generation rows to their hourly rollups (inside the caller's transaction)."""
-    totals = _sums(rows)
-    if not totals:
+TIERS = (UsageRollup, UsageDailyRollup)
+
+
+def rollup_generations(rows: list, tiers: tuple = TIERS) -> None:
+    """Add a batch of just-written Generation rows to their hourly and daily rollups (inside the caller's
+    transaction). `tiers` is for bench/rollup_cost.py (the hourly tier alone, as before the daily tier)."""
+    hourly = _sums(rows)
+    if not hourly:
         return
-    params = _params(totals)
+    writes = [(UsageRollup, _params(hourly))] if UsageRollup in tiers else []
+    if UsageDailyRollup in tiers:
+        writes.append((UsageDailyRollup, _params(daily_sums(hourly))))
     try:
         with transaction.atomic():
-            _upsert(UsageRollup, params)
+            for model, params in writes:
+                _upsert(model, params)
     except DatabaseError:
         logger.exception("usage rollup of %d generation rows failed; `manage.py rollup_usage` rebuilds it", len(rows))

@@ -12,6 +12,7 @@ class Source(models.TextChoices):
     ADMIN = "admin", "Django admin"
     SCIM = "scim", "SCIM"
     DATA_PLANE = "data_plane", "Data plane"
+    COMMAND = "command", "Management command"
 
 
 class Action(models.TextChoices):
@@ -19,12 +20,14 @@ class Action(models.TextChoices):
     UPDATE = "update", "Updated"
     DELETE = "delete", "Deleted"
     REFUSE = "refuse", "Refused a request"
+    PURGE = "purge", "Purged"
 
 
 class AuditEvent(models.Model):
     """One management change (or data-plane refusal): who, what, when, and the changed fields, secrets masked.
 
-    `actor` is the calling key's hash (API, SCIM, data plane) or the staff user's username (admin).
+    `actor` is the calling key's hash (API, SCIM, data plane), the staff user's username (admin) or the operating
+    system account that ran a management command (command).
     `changes` maps each changed field to `{"old": ..., "new": ...}`; a secret field shows `"***"` (or
     `"*** (changed)"`), never its value. A refusal's `changes` holds what was refused (status, message, model).
     """

@@ -5,6 +5,9 @@ duration; a change saved outside a management request (management commands, the 
 not recorded. The actor is read when the change is saved: DRF's authentication has put the key's Principal
 on the request by then (`request.user`), the admin's session has put the staff User there.
 
+Operations that are not a model save (a response-cache purge) call `record_operation`, with the current
+request's actor, or from a management command with `command_actor(...)`.
+
 `pre_save` reads the row as stored (one SELECT, management plane only) so `post_save` can record exactly the
 fields that changed; `post_delete` records deletions (cascades included). Secret fields (registry.is_secret)
 are recorded as `"***"`.
@@ -15,6 +18,8 @@ from __future__ import annotations
 import contextvars
 import datetime
 import decimal
+import getpass
+import os
 import uuid
 from typing import Any
 
@@ -132,6 +137,48 @@ def _record(instance, action: str, changes: dict[str, Any], spec: Audited, reque
         resource_label=spec.label(instance)[:255],
         action=action,
         changes=changes,
+        **actor,
+    )
+
+
+def command_actor(command: str | None) -> dict[str, Any]:
+    """The actor of a management command: the operating system account that ran `manage.py <command>` (or the
+    process, when `command` is None: a script or a shell)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (some containers)
+        user = f"uid {os.getuid()}"
+    name = f"manage.py {command}" if command else "outside a request (script or shell)"
+    return {"source": Source.COMMAND, "actor_type": "system_user", "actor": user, "actor_name": name}
+
+
+def record_operation(
+    *,
+    organization_id,
+    resource_type: str,
+    action: str,
+    changes: dict[str, Any],
+    resource_id: str = "",
+    resource_label: str = "",
+    actor: dict[str, Any] | None = None,
+) -> None:
+    """Record a management operation that is not a model save (a purge): by `actor` (command_actor) or, by
+    default, the actor of the current management request."""
+    if actor is None:
+        request = _request.get()
+        if request is None:
+            actor = command_actor(None)
+        else:
+            actor = {"source": source_of(request.path), **actor_of(request)}
+            actor.pop("org")
+    AuditEvent.objects.create(
+        organization_id=organization_id,
+        created_at=timezone.now(),
+        resource_type=resource_type,
+        resource_id=resource_id,
+        resource_label=resource_label[:255],
+        action=action,
+        changes={name: json_value(value) for name, value in changes.items()},
         **actor,
     )
 

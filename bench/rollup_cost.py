@@ -4,8 +4,9 @@
 
 Uses a throwaway SQLite database (or DATABASE_URL when set: a scratch database, it is migrated and written).
 Each round writes one batch of Generation rows the way inference/recorder.py does (one transaction, one insert),
-with the rollup upsert (analytics/rollup.py) and without it, alternately; prints the median wall time per batch
-and the difference per generation. Rows spread over 3 models, 2 providers, 4 keys and 2 statuses, in the
+without the rollup upsert (analytics/rollup.py), with the hourly tier only (as before the daily tier) and with
+both tiers (hourly + daily, as now), in turn; prints the median wall time per batch of each and the differences
+per generation. Rows spread over 3 models, 2 providers, 4 keys and 2 statuses, in the
 current hour (the upsert then mostly updates rows, as in production).
 """
 
@@ -36,7 +37,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from accounts import services  # noqa: E402
-from analytics.rollup import rollup_generations  # noqa: E402
+from analytics.models import UsageRollup  # noqa: E402
+from analytics.rollup import TIERS, rollup_generations  # noqa: E402
 from inference.accounting import insert_generations  # noqa: E402
 from inference.models import Generation  # noqa: E402
 
@@ -63,13 +65,13 @@ def _rows(organization, n: int) -> list[Generation]:
     ]
 
 
-def _write(organization, n: int, rollup: bool) -> float:
+def _write(organization, n: int, tiers: tuple) -> float:
     rows = _rows(organization, n)
     started = time.perf_counter()
     with transaction.atomic():
         insert_generations(rows)
-        if rollup:
-            rollup_generations(rows)
+        if tiers:
+            rollup_generations(rows, tiers)
     return time.perf_counter() - started
 
 
@@ -82,12 +84,16 @@ def main() -> None:
     organization = services.organization_create(name=f"bench-{uuid.uuid4().hex[:6]}")
     print(f"{connection.vendor}: median wall time per batch over {args.rounds} rounds")
     for n in (int(b) for b in args.batches.split(",")):
-        plain, with_rollup = [], []
+        variants = {"insert": (), "hourly": (UsageRollup,), "both": TIERS}
+        times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(args.rounds):
-            plain.append(_write(organization, n, rollup=False))
-            with_rollup.append(_write(organization, n, rollup=True))
-        a, b = statistics.median(plain) * 1e6, statistics.median(with_rollup) * 1e6
-        print(f"batch {n:>4}: insert {a:8.0f} µs, insert + rollup {b:8.0f} µs, rollup {(b - a) / n:6.0f} µs/generation")
+            for name, tiers in variants.items():
+                times[name].append(_write(organization, n, tiers))
+        a, h, b = (statistics.median(times[name]) * 1e6 for name in variants)
+        print(
+            f"batch {n:>4}: insert {a:8.0f} µs, + hourly {h:8.0f} µs, + hourly + daily {b:8.0f} µs; per generation: "
+            f"hourly {(h - a) / n:6.1f} µs, hourly + daily {(b - a) / n:6.1f} µs, daily tier {(b - h) / n:6.1f} µs"
+        )
 
 
 if __name__ == "__main__":

@@ -221,8 +221,3 @@ def aggregate_day(day: date) -> int:
 def is_complete(day: date, marker: AggregatedDay | None) -> bool:
     """A day aggregated after it ended needs no re-run when resuming a range."""
     return marker is not None and marker.aggregated_at >= day_bounds(day)[1]
-
-
-def last_completed_day(now: datetime | None = None) -> date:
-    now = now or timezone.now()
-    return now.astimezone(UTC).date() - timedelta(days=1)

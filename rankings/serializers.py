@@ -7,7 +7,7 @@ from datetime import date, timedelta
 from rest_framework import serializers
 
 from gateway_project.api.errors import validation_error
-from rankings.aggregation import last_completed_day
+from gateway_project.day_range import last_completed_day
 from rankings.filtered import CONTEXT_BUCKET_NAMES
 from rankings.selectors import MODALITY_COLUMNS, RankingQuery
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 
+from gateway_project import fast_redis
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
 
 CHECK = """
@@ -98,21 +99,37 @@ _clients: dict[int, Any] = {}
 
 
 def _scripts():
-    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops)."""
-    import redis.asyncio as aioredis
+    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops).
 
+    The scripts are awaitables `script(keys=..., args=...)`: on a plain `redis://` or `unix://` URL they run on
+    the data plane's lean pipelined client (gateway_project/fast_redis.py, about a fifth of redis-py's CPU per
+    call), on other URLs (TLS) on redis-py."""
     loop_id = id(asyncio.get_running_loop())
     entry = _clients.get(loop_id)
     if entry is None:
         timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
-        client = aioredis.Redis.from_url(
-            settings.GATEWAY_RATE_LIMIT_REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
-        entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
+        url = settings.GATEWAY_RATE_LIMIT_REDIS_URL
+        if fast_redis.supports(url):
+            client = fast_redis.FastRedis(url, timeout=timeout)
+            entry = (client, _fast_script(client, CHECK), _fast_script(client, SETTLE))
+        else:
+            import redis.asyncio as aioredis
+
+            client = aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+            entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
         if len(_clients) > 64:  # event loops of finished test servers
             _clients.clear()
         _clients[loop_id] = entry
     return entry
+
+
+def _fast_script(client: fast_redis.FastRedis, source: str):
+    sha = client.script(source)
+
+    def run(keys: list[str], args: list[Any]):
+        return client.evalsha(sha, keys, args)
+
+    return run
 
 
 def _keys(limits: list[RateLimit]) -> list[str]:

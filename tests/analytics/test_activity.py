@@ -95,3 +95,62 @@ def test_invalid_filters_name_the_parameter(org, params, field):
     answer = org.client().get("/api/v1/activity", params)
     assert answer.status_code == 400, answer.content
     assert answer.json()["error"]["metadata"]["field"] == field
+
+
+def test_total_count_read_from_the_rollups_is_exact(org, other_org):
+    """total_count sums the rollups for whole hours and counts the rows of partial hours; it must equal the number
+    of rows the filters select, whatever the bounds (on, off and within hours, across days) and filters."""
+    from tests.analytics.test_usage_api import _batch
+
+    start = datetime(2026, 6, 1, 22, tzinfo=UTC)
+    rows = _batch(org, [start + timedelta(minutes=13 * i) for i in range(300)], user=org.admin)  # 2.7 days, one batch
+    rows += _batch(org, [start + timedelta(hours=5, minutes=i) for i in range(20)], user=None)
+    _batch(other_org, [start + timedelta(minutes=17 * i) for i in range(50)])  # another organization's rows
+    client = org.client()
+    workspace, key = str(org.workspace.id), org.inference_hash
+
+    def stamp(moment: datetime) -> str:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    cases = [
+        {},
+        {"start": "2026-06-02T00:00:00Z"},
+        {"end": "2026-06-03T05:00:00Z"},
+        {"start": "2026-06-01T22:30:00Z", "end": "2026-06-03T07:45:10Z"},
+        {"start": "2026-06-02T05:10:00Z", "end": "2026-06-02T05:50:00Z"},  # within one hour
+        {"start": "2026-06-02T05:10:00Z", "end": "2026-06-02T06:50:00Z"},  # two partial hours, no whole one
+        {"start": "2026-06-01T23:00:00Z", "end": "2026-06-04T01:00:00Z"},
+        {"date": "2026-06-02"},
+        {"model": "demo/b"},
+        {"status": "failed", "start": "2026-06-02T03:20:00Z"},
+        {"provider": "p2", "end": "2026-06-03T12:00:00Z"},
+        {"api_key_hash": key, "start": "2026-06-02T10:00:00Z", "end": "2026-06-02T10:30:00Z"},
+        {"workspace_id": workspace, "date": "2026-06-03"},
+        {"user_id": str(org.admin.id), "end": "2026-06-02T05:30:00Z"},
+        {"model": "demo/a", "status": "completed", "start": "2026-06-02T01:01:00Z"},  # two dimensions: COUNT(*)
+        {"start": "2026-07-01T00:00:00Z"},
+    ]
+
+    def selected(params: dict) -> list:
+        low = params.get("start") or (params.get("date") and params["date"] + "T00:00:00Z")
+        high = params.get("end") or (
+            params.get("date") and stamp(datetime.fromisoformat(params["date"]).replace(tzinfo=UTC) + timedelta(days=1))
+        )
+        fields = {"model": "model", "status": "status", "provider": "provider", "api_key_hash": "key_hash",
+                  "workspace_id": "workspace_id", "user_id": "user_id"}  # fmt: skip
+        return [
+            r
+            for r in rows
+            if (not low or stamp(r.created_at) >= low)
+            and (not high or stamp(r.created_at) < high)
+            and all(str(getattr(r, fields[name])) == value for name, value in params.items() if name in fields)
+        ]
+
+    for params in cases:
+        answer = client.get("/api/v1/activity", {**params, "limit": 1})
+        assert answer.status_code == 200, answer.content
+        expected = selected(params)
+        assert answer.json()["total_count"] == len(expected), params
+        if expected:
+            newest = max(expected, key=lambda r: (r.created_at, r.id))
+            assert answer.json()["data"][0]["id"] == str(newest.id), params

@@ -1,4 +1,5 @@
-"""The rollups a mixed batch of Generation rows adds (one accounting transaction) equal a rebuild from the rows."""
+"""The hourly and daily rollups a mixed batch of Generation rows adds (one accounting transaction) equal a
+rebuild from the rows."""
 
 from __future__ import annotations
 
@@ -56,8 +57,10 @@ def test_a_mixed_batch_adds_what_a_rebuild_computes(org):
         with transaction.atomic():
             insert_generations(rows)
             rollup_generations(rows)
-    kept = _rollup_rows()
+    kept, kept_daily = _rollup_rows(), _rollup_rows(daily=True)
     assert sum(int(r[4]) for r in kept if r[2] == "status") == 120
+    assert sum(int(r[4]) for r in kept_daily if r[2] == "status") == 120 and len(kept_daily) < len(kept)
     for day in {r.created_at.date() for r in first}:
         rebuild_day(day)
     assert _rollup_rows() == kept
+    assert _rollup_rows(daily=True) == kept_daily

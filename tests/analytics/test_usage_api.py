@@ -24,16 +24,37 @@ def _usage(gateway_server, key: str, **params) -> httpx.Response:
     )
 
 
-def _rollup_rows():
-    from analytics.models import UsageRollup
+ROLLUP_FIELDS = ["organization_id", "bucket", "dimension", "value", "requests", "errors", "prompt_tokens",
+                 "completion_tokens", "reasoning_tokens", "cached_tokens", "cost"]  # fmt: skip
 
-    fields = ["organization_id", "bucket", "dimension", "value", "requests", "errors", "prompt_tokens",
-              "completion_tokens", "reasoning_tokens", "cached_tokens", "cost"]  # fmt: skip
+
+def _rollup_rows(daily: bool = False):
+    """Every row of the hourly (or daily) tier, comparable."""
     from analytics.histogram import BIN_FIELDS
+    from analytics.models import UsageDailyRollup, UsageRollup
 
+    model = UsageDailyRollup if daily else UsageRollup
     return sorted(
         tuple(str(v) if not isinstance(v, Decimal) else v.normalize() for v in row)
-        for row in UsageRollup.objects.values_list(*fields, *BIN_FIELDS)
+        for row in model.objects.values_list(*ROLLUP_FIELDS, *BIN_FIELDS)
+    )
+
+
+def _hourly_summed_per_day():
+    """The hourly rows added up per UTC day, in the shape of _rollup_rows(daily=True)."""
+    from analytics.histogram import BIN_FIELDS
+    from analytics.models import UsageRollup
+
+    totals: dict[tuple, list] = {}
+    for row in UsageRollup.objects.values_list(*ROLLUP_FIELDS, *BIN_FIELDS):
+        organization_id, bucket, dimension, value, *sums = row
+        day = bucket.astimezone(UTC).replace(hour=0)
+        into = totals.setdefault((organization_id, day, dimension, value), [0] * len(sums))
+        for index, amount in enumerate(sums):
+            into[index] += amount
+    return sorted(
+        tuple(str(v) if not isinstance(v, Decimal) else v.normalize() for v in (*key, *sums))
+        for key, sums in totals.items()
     )
 
 
@@ -82,10 +103,11 @@ def test_requests_through_the_gateway_show_in_usage(gateway_server, org, openai_
     # what accounting kept equals what a rebuild from the Generation rows computes
     from analytics.rebuild import rebuild_day
 
-    kept = _rollup_rows()
+    kept, kept_daily = _rollup_rows(), _rollup_rows(daily=True)
+    assert kept_daily and kept_daily == _hourly_summed_per_day()
     for day in {r.created_at.astimezone(UTC).date() for r in rows}:
         rebuild_day(day)
-    assert _rollup_rows() == kept
+    assert _rollup_rows() == kept and _rollup_rows(daily=True) == kept_daily
 
 
 def test_other_organizations_and_inference_keys(gateway_server, org, other_org, openai_sdk):
@@ -166,7 +188,7 @@ def test_invalid_queries_name_the_parameter(org, params, field):
 def test_rollup_rebuild_command_and_demo_traffic(org, capsys):
     from django.core.management import call_command
 
-    from analytics.models import UsageRollup
+    from analytics.models import UsageDailyRollup, UsageRollup
 
     call_command("generate_demo_traffic", "--days", "2", "--per-day", "300", "--models", "5", "--until", "2026-02-10")
     out = capsys.readouterr().out
@@ -179,9 +201,96 @@ def test_rollup_rebuild_command_and_demo_traffic(org, capsys):
     assert sum(e["requests"] for e in data) == 600
     assert all(e["latency_p95_ms"] is not None for e in data)
     assert {e["group"] for e in data} <= {f"demo/model-{i:04d}" for i in range(5)}
-    kept = UsageRollup.objects.count()
+    kept, kept_daily = _rollup_rows(), _rollup_rows(daily=True)
+    assert len(kept_daily) < len(kept) and kept_daily == _hourly_summed_per_day()
     UsageRollup.objects.all().delete()
+    UsageDailyRollup.objects.all().delete()
     call_command("rollup_usage", "--since", "2026-02-09", "--until", "2026-02-10")
-    assert UsageRollup.objects.count() == kept
+    assert _rollup_rows() == kept and _rollup_rows(daily=True) == kept_daily
+    UsageDailyRollup.objects.all().delete()
+    call_command("rollup_usage", "--since", "2026-02-09", "--until", "2026-02-10", "--daily-only")
+    assert _rollup_rows(daily=True) == kept_daily
+    assert "daily rollup rows" in capsys.readouterr().out
     assert sum(e["requests"] for e in client.get("/api/v1/analytics/usage", {
         "start": "2026-02-09T00:00:00Z", "end": "2026-02-11T00:00:00Z"}).json()["data"]) == 600  # fmt: skip
+
+
+def _batch(org, moments, **fields):
+    """Generation rows at `moments` saved and rolled up as ONE accounting batch (it may span hours and days)."""
+    import uuid
+
+    from analytics.rollup import rollup_generations
+    from inference.models import Generation
+
+    rows = []
+    for i, moment in enumerate(moments):
+        row = Generation(
+            id=uuid.uuid4(),
+            organization=org.organization,
+            workspace=org.workspace,
+            key_hash=org.inference_hash,
+            model=("demo/a", "demo/b", "demo/c")[i % 3],
+            provider=("p1", "p2")[i % 2],
+            status="failed" if i % 7 == 0 else "completed",
+            input_tokens=10 + i,
+            output_tokens=i % 13,
+            reasoning_tokens=i % 3,
+            cached_tokens=i % 5,
+            cost=Decimal("0.0001") * (i + 1),
+            latency_ms=None if i % 11 == 0 else 37 * i,
+            created_at=moment,
+            **fields,
+        )
+        row.save()
+        rows.append(row)
+    rollup_generations(rows)
+    return rows
+
+
+def test_daily_tier_is_the_sum_of_the_hourly_rows_and_reads_agree(org, monkeypatch):
+    from analytics import selectors
+    from analytics.models import UsageRollup
+    from analytics.rebuild import rebuild_day
+
+    sunday = datetime(2026, 3, 29, 20, tzinfo=UTC)  # batches across midnight, a week and a month boundary
+    rows = []
+    for batch in range(8):  # until 2026-04-01 06:40
+        rows += _batch(org, [sunday + timedelta(hours=batch * 9, minutes=7 * i) for i in range(40)])
+    assert _rollup_rows(daily=True) == _hourly_summed_per_day()
+    kept, kept_daily = _rollup_rows(), _rollup_rows(daily=True)
+    for day in sorted({r.created_at.astimezone(UTC).date() for r in rows}):
+        rebuild_day(day)
+    assert (_rollup_rows(), _rollup_rows(daily=True)) == (kept, kept_daily)
+
+    client = org.client()
+
+    def usage(**params):
+        answer = client.get("/api/v1/analytics/usage", params)
+        assert answer.status_code == 200, answer.content
+        return answer.json()["data"]
+
+    windows = [
+        ("2026-03-29T00:00:00Z", "2026-04-03T00:00:00Z"),  # whole days: the daily tier alone
+        ("2026-03-29T21:00:00Z", "2026-04-01T05:00:00Z"),  # hours on both sides of whole days
+        ("2026-03-30T03:00:00Z", "2026-03-30T19:00:00Z"),  # within one day: hourly only
+        ("2026-03-28T00:00:00Z", "2026-03-31T13:00:00Z"),
+    ]
+    shapes = [(granularity, group_by) for granularity in ("day", "week", "month") for group_by in (None, "model")]
+
+    def read(window, shape):
+        group = {"group_by": shape[1]} if shape[1] else {}
+        return usage(start=window[0], end=window[1], granularity=shape[0], **group)
+
+    tiered = {(window, shape): read(window, shape) for window in windows for shape in shapes}
+    monkeypatch.setattr(selectors, "tiers", lambda start, end, granularity: [(UsageRollup, start, end)])
+    for (window, shape), data in tiered.items():
+        assert data == read(window, shape), (window, shape)
+        start, end = (datetime.fromisoformat(w.replace("Z", "+00:00")) for w in window)
+        inside = [r for r in rows if start <= r.created_at < end]
+        assert sum(e["requests"] for e in data) == len(inside) > 0
+        assert sum(e["errors"] for e in data) == sum(r.status == "failed" for r in inside)
+        assert sum(Decimal(str(e["cost"])) for e in data) == sum(r.cost for r in inside)
+    assert [e["bucket"] for e in tiered[(windows[1], ("week", None))]] == [
+        "2026-03-23T00:00:00.000Z", "2026-03-30T00:00:00.000Z"]  # fmt: skip
+    assert [e["bucket"] for e in tiered[(windows[1], ("month", None))]] == [
+        "2026-03-01T00:00:00.000Z", "2026-04-01T00:00:00.000Z"]  # fmt: skip

@@ -247,6 +247,32 @@ def test_purge_api(oai, upstream, mgmt, gateway_server, org, other_org):
     assert cache_header(ask(oai, model=OTHER_MODEL)[0]) == "MISS"
     assert len(upstream.requests) == 5
 
+    # each purge is in its organization's audit log: who, what, when, how many entries
+    purges = mgmt.get("/audit-log", params={"action": "purge"}).json()["data"]
+    assert [(p["resource_type"], p["resource_id"], p["changes"]) for p in purges] == [
+        ("response_cache", "", {"purged": 2, "model": None}),
+        ("response_cache", MODEL, {"purged": 1, "model": MODEL}),
+    ]  # newest first; the refused (403) and invalid (400) calls purged nothing and left no record
+    assert all(p["source"] == "api" and p["actor_type"] == "api_key" for p in purges)
+    assert all((p["actor"], p["actor_name"]) == (org.management_hash, "mgmt") for p in purges)
+    assert purges[0]["created_at"] >= purges[1]["created_at"] and purges[1]["resource_label"] == MODEL
+    elsewhere_log = other_org.client().get("/api/v1/audit-log", {"action": "purge"}).json()["data"]
+    assert [(p["actor"], p["changes"]) for p in elsewhere_log] == [
+        (other_org.management_hash, {"purged": 0, "model": None})
+    ]
+
+
+def test_purge_command_is_in_the_audit_log(oai, upstream, mgmt, org, capsys):
+    ask(oai)
+    call_command("purge_response_cache", "--organization", str(org.organization.id))
+    assert "1 entries deleted" in capsys.readouterr().out
+    call_command("purge_response_cache", "--expired")  # the periodic clean-up: no record
+    [record] = mgmt.get("/audit-log", params={"source": "command"}).json()["data"]
+    assert (record["action"], record["resource_type"], record["changes"]) == (
+        "purge", "response_cache", {"purged": 1, "model": None})  # fmt: skip
+    assert record["actor_type"] == "system_user" and record["actor"]
+    assert record["actor_name"] == "manage.py purge_response_cache"
+
 
 def test_workspace_setting(oai, upstream, mgmt, org):
     path = f"/workspaces/{org.workspace.id}"
@@ -404,6 +430,9 @@ def test_purge_with_redis_unreachable_is_503(mgmt, settings, org):
     assert "Redis" in answer.json()["error"]["message"]
     settings.GATEWAY_RESPONSE_CACHE_REDIS_URL = ""
     assert mgmt.post("/cache/purge", json={}).json() == {"data": {"purged": 0}}
+    complete, partial = mgmt.get("/audit-log", params={"action": "purge"}).json()["data"]
+    assert complete["changes"] == {"purged": 0, "model": None}
+    assert partial["changes"] == {"purged": 0, "model": None, "redis": "unavailable: its entries were not purged"}
 
 
 def test_an_entry_from_a_provider_a_guardrail_now_excludes_is_a_miss(oai, upstream, org):

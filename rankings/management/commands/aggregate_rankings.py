@@ -5,26 +5,17 @@ Without dates: the most recent completed UTC day. A range skips days already agg
 same rows.
 """
 
-from datetime import date, timedelta
-
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from gateway_project.day_range import add_day_range_arguments, day_range, parse_day
 from rankings.aggregation import (
     aggregate_exact_day,
     aggregate_sampled_week,
     is_complete,
-    last_completed_day,
     week_start_of,
 )
 from rankings.models import AggregatedDay
-
-
-def _date(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise CommandError(f"not a YYYY-MM-DD date: {value!r}") from None
 
 
 class Command(BaseCommand):
@@ -32,8 +23,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--date", help="One UTC day (YYYY-MM-DD)")
-        parser.add_argument("--since", help="First day of a range (YYYY-MM-DD)")
-        parser.add_argument("--until", help="Last day of a range (YYYY-MM-DD), default: last completed day")
+        add_day_range_arguments(parser)
         parser.add_argument("--force", action="store_true", help="Recompute days already aggregated")
         parser.add_argument("--no-progress", action="store_true", help="No progress bar")
 
@@ -41,13 +31,9 @@ class Command(BaseCommand):
         if options["date"] and (options["since"] or options["until"]):
             raise CommandError("--date cannot be combined with --since/--until")
         if options["date"]:
-            days, force = [_date(options["date"])], True
+            days, force = [parse_day(options["date"])], True
         else:
-            until = _date(options["until"]) if options["until"] else last_completed_day()
-            since = _date(options["since"]) if options["since"] else until
-            if since > until:
-                raise CommandError("--since must not be after --until")
-            days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
+            days = day_range(options)
             force = options["force"] or len(days) == 1
         markers = {m.date: m for m in AggregatedDay.objects.filter(date__gte=days[0], date__lte=days[-1])}
         todo = [d for d in days if force or not is_complete(d, markers.get(d))]

@@ -19,8 +19,8 @@ from django.db import connection, transaction
 
 from accounts.models import ApiKey, Organization
 from analytics.rebuild import rebuild_day
+from gateway_project.day_range import last_completed_day
 from inference.models import Generation, Model
-from rankings.aggregation import last_completed_day
 from rankings.classifier import CATEGORIES
 
 DEMO_PREFIX = "demo/model-"

@@ -1,4 +1,7 @@
-"""manage.py purge_response_cache: delete expired entries of the database store, or an organization's entries."""
+"""manage.py purge_response_cache: delete expired entries of the database store, or an organization's entries.
+
+Purging an organization's entries is recorded in the audit log (source `command`, the operating system account
+as the actor); the periodic `--expired` clean-up is not (those entries can no longer be served)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import Organization
+from audit.recording import command_actor
 from responsecache.services import cache_purge, cache_purge_expired
 
 
@@ -32,4 +36,5 @@ class Command(BaseCommand):
             org = Organization.objects.get(pk=organization)
         except (Organization.DoesNotExist, ValidationError, ValueError) as exc:
             raise CommandError(f"no organization {organization}") from exc
-        self.stdout.write(f"{cache_purge(organization_id=org.pk, model=model)} entries deleted")
+        deleted = cache_purge(organization_id=org.pk, model=model, actor=command_actor("purge_response_cache"))
+        self.stdout.write(f"{deleted} entries deleted (recorded in the audit log)")
