@@ -153,9 +153,14 @@ def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.U
     placeholders = ", ".join(["%s"] * len(reservation_ids))
     cursor.execute(
         f"DELETE FROM {_table(SpendReservation)} WHERE id IN ({placeholders}) RETURNING id, reaped_at",
-        [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
+        reservation_ids  # PostgreSQL takes the UUIDs as they are
+        if connections[DEFAULT_DB_ALIAS].features.has_native_uuid_field
+        else [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
     )
-    return {uuid.UUID(str(row[0])): row[1] is not None for row in cursor.fetchall()}
+    # PostgreSQL returns UUIDs, SQLite their hex text
+    return {
+        key if isinstance(key := row[0], uuid.UUID) else uuid.UUID(key): row[1] is not None for row in cursor.fetchall()
+    }
 
 
 def mark_reaped(cursor, reservation_id: uuid.UUID, now: datetime) -> bool:
