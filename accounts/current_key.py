@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
+from accounts import usage
 from accounts.models import ApiKey
 from accounts.serializers import ApiKeySerializer
 from budgets.key_budgets import key_budgets
@@ -42,12 +43,8 @@ def rate_limit(api_key: ApiKey) -> dict:
 
 
 def free_model_daily_requests(api_key: ApiKey) -> dict:
-    from inference.models import Generation
-
     since = period_start("daily", timezone.now())
-    used = Generation.objects.filter(
-        organization_id=api_key.organization_id, created_at__gte=since, endpoint__is_free=True
-    ).count()
+    used = usage.usage_source.free_model_requests(api_key.organization_id, since)
     return {"limit": UNLIMITED, "remaining": UNLIMITED, "used": used}
 
 

@@ -7,8 +7,8 @@ from accounts.keys import hash_key
 from accounts.principal import INVALID_KEY, load_principal, raw_key_from_header
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_deadline import db_reader
+from gateway_project.pipeline import Context
 from gateway_project.policy_cache import KEYS, PolicyCache, current_policy_version
-from inference.pipeline.context import Context
 
 # Known keys only, each dropped when its organization changes. Unknown keys go to their own, smaller cache
 # (oldest out, dropped when any key is created or changed), so a flood of random keys never evicts known

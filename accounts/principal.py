@@ -1,76 +1,19 @@
-"""Who is calling: the authenticated API key, resolved once per request for both planes."""
+"""Who is calling: the authenticated API key, resolved once per request for both planes.
+
+`Principal` itself is a kernel type (gateway_project/pipeline.py), re-exported here; this module resolves one.
+"""
 
 from __future__ import annotations
-
-import uuid
-from dataclasses import dataclass
-from datetime import datetime
-from decimal import Decimal
-
-from django.utils import timezone
 
 from accounts.keys import hash_key
 from accounts.models import ApiKey
 from gateway_project.api.errors import GatewayError
+from gateway_project.pipeline import Principal
+
+__all__ = ["INVALID_KEY", "MISSING_HEADER", "Principal", "authenticate_header", "load_principal", "raw_key_from_header"]
 
 MISSING_HEADER = "Missing Authentication header"
 INVALID_KEY = "Invalid API key"
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """An authenticated API key with what the planes need about it (no ORM access after resolution)."""
-
-    key_id: uuid.UUID
-    key_hash: str
-    key_name: str
-    organization_id: uuid.UUID
-    workspace_id: uuid.UUID
-    user_id: uuid.UUID | None
-    is_management: bool
-    disabled: bool
-    expires_at: datetime | None
-    limit: Decimal | None
-    limit_reset: str | None
-    include_byok_in_limit: bool
-    # Per-minute rate limits of the key and of its workspace (None: unlimited); see ratelimits/.
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
-    workspace_requests_per_minute: int | None = None
-    workspace_tokens_per_minute: int | None = None
-    response_cache: bool = False  # the workspace caches answers by default (responsecache/)
-
-    # DRF reads request.user.is_authenticated.
-    is_authenticated = True
-
-    @classmethod
-    def from_key(cls, key: ApiKey) -> Principal:
-        return cls(
-            key_id=key.id,
-            key_hash=key.hash,
-            key_name=key.name,
-            organization_id=key.organization_id,
-            workspace_id=key.workspace_id,
-            user_id=key.creator_id,
-            is_management=key.is_management,
-            disabled=key.disabled,
-            expires_at=key.expires_at,
-            limit=key.limit,
-            limit_reset=key.limit_reset,
-            include_byok_in_limit=key.include_byok_in_limit,
-            requests_per_minute=key.requests_per_minute,
-            tokens_per_minute=key.tokens_per_minute,
-            workspace_requests_per_minute=key.workspace.requests_per_minute,
-            workspace_tokens_per_minute=key.workspace.tokens_per_minute,
-            response_cache=key.workspace.response_cache_enabled,
-        )
-
-    def check_usable(self) -> None:
-        """401 for a disabled or expired key."""
-        if self.disabled:
-            raise GatewayError(401, "API key is disabled")
-        if self.expires_at is not None and self.expires_at <= timezone.now():
-            raise GatewayError(401, "API key has expired")
 
 
 def raw_key_from_header(value: str | None) -> str:

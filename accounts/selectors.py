@@ -6,24 +6,12 @@ import uuid
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import DecimalField, Q, Sum, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts import usage as key_spend
 from accounts.models import ApiKey, User, Workspace
+from accounts.usage import USAGE_FIELDS
 from gateway_project.api.errors import GatewayError, validation_error
-from gateway_project.periods import period_start
-
-USAGE_FIELDS = (
-    "usage",
-    "usage_daily",
-    "usage_weekly",
-    "usage_monthly",
-    "byok_usage",
-    "byok_usage_daily",
-    "byok_usage_weekly",
-    "byok_usage_monthly",
-)
 
 
 def workspace_get(*, organization_id: uuid.UUID, id_or_slug: str) -> Workspace:
@@ -68,26 +56,10 @@ def organization_users(*, organization_id: uuid.UUID, user_ids: list, field: str
     return users
 
 
-def _usage_aggregates(now: datetime) -> dict:
-    zero = Value(Decimal(0), output_field=DecimalField(max_digits=18, decimal_places=10))
-    windows = {"": None, "_daily": "daily", "_weekly": "weekly", "_monthly": "monthly"}
-    aggregates = {}
-    for suffix, interval in windows.items():
-        time_q = Q(created_at__gte=period_start(interval, now)) if interval else Q()
-        aggregates[f"usage{suffix}"] = Coalesce(Sum("cost", filter=time_q & Q(is_byok=False)), zero)
-        aggregates[f"byok_usage{suffix}"] = Coalesce(Sum("cost", filter=time_q & Q(is_byok=True)), zero)
-    return aggregates
-
-
 def usage_by_key(key_hashes: list[str], now: datetime | None = None) -> dict[str, dict[str, Decimal]]:
     """Spend (USD) of each key, all time and in the current day/week/month, platform and BYOK apart."""
-    from inference.models import Generation
-
-    now = now or timezone.now()
-    rows = Generation.objects.filter(key_hash__in=key_hashes).values("key_hash").annotate(**_usage_aggregates(now))
     result = {h: dict.fromkeys(USAGE_FIELDS, Decimal(0)) for h in key_hashes}
-    for row in rows:
-        result[row.pop("key_hash")] = row
+    result.update(key_spend.usage_source.usage_by_key(key_hashes, now or timezone.now()))
     return result
 
 

@@ -9,6 +9,10 @@ until no inference request is in progress, accounting and budget settlement incl
 until both are written; a write whose request was cancelled a second time counts while it is queued), then
 closes the upstream client session and the accounting writer's database connection. Serve with
 `--lifespan on`.
+
+The kernel does not import the apps (docs/architecture.md): each app says what shutdown waits for and what it
+closes with `on_shutdown(...)` in its AppConfig.ready() (inference: requests and accounting writes in progress,
+the upstream session, the writer; budgets: settlement writes; operations: measured requests, the health thread).
 """
 
 from __future__ import annotations
@@ -16,21 +20,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from django.conf import settings
 
 logger = logging.getLogger("gateway.lifespan")
 
 
+_in_progress_counters: list[Callable[[], int]] = []
+_closers: list[Callable[[], Awaitable[None]]] = []
+
+
+def on_shutdown(
+    *, in_progress: Callable[[], int] | None = None, close: Callable[[], Awaitable[None]] | None = None
+) -> None:
+    """Register an app's part of the shutdown (call it in AppConfig.ready()): `in_progress()` counts the requests
+    or queued writes shutdown waits for; `close()` releases a client once they are done (in registration order)."""
+    if in_progress is not None and in_progress not in _in_progress_counters:
+        _in_progress_counters.append(in_progress)
+    if close is not None and close not in _closers:
+        _closers.append(close)
+
+
 def _in_progress() -> int:
     """Requests still running, plus queued writes whose request stopped waiting (cancelled a second time)."""
-    from budgets.settler import settler
-    from inference.consumers import responses_consumer
-    from inference.recorder import writer
-    from operations.measure import active
-
-    # `active`: requests whose answer is sent but whose after-response work (metrics, refusal audit) runs
-    return responses_consumer.active + writer.in_flight() + settler.in_flight() + active.count
+    return sum(count() for count in _in_progress_counters)
 
 
 async def drain(timeout: float) -> int:
@@ -43,14 +57,10 @@ async def drain(timeout: float) -> int:
 
 async def close_clients() -> None:
     from gateway_project import db_thread
-    from inference import recorder
-    from inference.providers.http import close_session
-    from operations.health import health_thread
 
-    await close_session()
-    await asyncio.to_thread(recorder.shutdown)
+    for close in _closers:
+        await close()
     await asyncio.to_thread(db_thread.shutdown)
-    await asyncio.to_thread(health_thread.shutdown)
 
 
 def _metrics_process_exit() -> None:

@@ -1,6 +1,7 @@
 """Shared policy versions: how every process learns that data its in-process caches hold has changed.
 
-The database is the source of truth: one version row per scope (accounts.PolicyVersion), bumped in the
+The database is the source of truth: one version row per scope (the model GATEWAY_POLICY_VERSION_MODEL
+names, `accounts.PolicyVersion`; looked up like AUTH_USER_MODEL, so the kernel imports no app), bumped in the
 same transaction as the change, so a change and its bump commit (or fail) together. Scopes:
 
 - `policy`: the catalog and anything not tied to one organization; a bump flushes every cache (it moves
@@ -30,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from django.apps import apps
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -59,6 +61,11 @@ def __getattr__(name: str) -> str:
     if name == "REDIS_CHANNEL":  # the channel of the current REDIS_URL (tests and policy_cache import this name)
         return redis_channel()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def version_model():
+    """The model of the version rows (fields `name`, primary key, and `version`): GATEWAY_POLICY_VERSION_MODEL."""
+    return apps.get_model(settings.GATEWAY_POLICY_VERSION_MODEL, require_ready=False)
 
 
 GLOBAL = "policy"
@@ -119,9 +126,8 @@ class VersionRows:
 
     def refresh(self) -> None:
         """Read every row (sync) and apply those that changed since the last read."""
-        from accounts.models import PolicyVersion
-
-        current = dict(PolicyVersion.objects.values_list("name", "version"))
+        model = version_model()
+        current = dict(model.objects.values_list("name", "version"))
         seen, self.seen = self.seen, current
         if seen is None:  # nothing known: everything may have changed
             local_version.move()
@@ -151,11 +157,10 @@ async def current_policy_version() -> int:
 
 
 def _bump_rows(scopes: Iterable[str]) -> None:
-    from accounts.models import PolicyVersion
-
+    model = version_model()
     for scope in scopes:
-        if not PolicyVersion.objects.filter(name=scope).update(version=F("version") + 1):
-            PolicyVersion.objects.get_or_create(name=scope, defaults={"version": 1})
+        if not model.objects.filter(name=scope).update(version=F("version") + 1):
+            model.objects.get_or_create(name=scope, defaults={"version": 1})
 
 
 def bump_policy_versions(scopes: Iterable[str] = (GLOBAL,)) -> None:
@@ -189,9 +194,8 @@ def _announce(scopes: tuple[str, ...]) -> None:
 
 def read_policy_version() -> int:
     """The global version row (sync)."""
-    from accounts.models import PolicyVersion
-
-    row = PolicyVersion.objects.filter(name=GLOBAL).values_list("version", flat=True).first()
+    model = version_model()
+    row = model.objects.filter(name=GLOBAL).values_list("version", flat=True).first()
     return int(row or 0)
 
 

@@ -178,7 +178,7 @@ GATEWAY_SSE_KEEPALIVE_SECONDS = env.float("GATEWAY_SSE_KEEPALIVE_SECONDS", defau
 GATEWAY_CORS_ALLOWED_ORIGINS = [o.rstrip("/") for o in env.list("GATEWAY_CORS_ALLOWED_ORIGINS", default=[])]
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["gateway_project.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
     "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -284,6 +284,8 @@ GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES = env.int("GATEWAY_UPSTREAM_MAX_RESPONSE_BYT
 
 # Generation rows of requests finishing within this many milliseconds are written in one transaction.
 GATEWAY_ACCOUNTING_FLUSH_MS = env.int("GATEWAY_ACCOUNTING_FLUSH_MS", default=50)
+# The model of the policy version rows (the kernel looks it up by this name, like AUTH_USER_MODEL).
+GATEWAY_POLICY_VERSION_MODEL = "accounts.PolicyVersion"
 # Without Redis, or while Redis cannot be reached: how old the policy version rows may get before a request
 # reads them again (gateway_project/policy_versions.py).
 GATEWAY_POLICY_REFRESH_MS = env.int("GATEWAY_POLICY_REFRESH_MS", default=250)

@@ -16,10 +16,10 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from byok.routing import declared_zdr_by_provider
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
+from inference import credentials
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
 from inference.routers.quality import as_pairs
@@ -361,12 +361,16 @@ def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None)
 async def candidates_of(ctx: Context, slug: str) -> list[Candidate]:
     """The candidates of another model `slug` under every filter of the request (not memoized)."""
     snapshot = await catalog_snapshot(ctx)
-    return select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx), names=[slug])
+    return select_candidates(
+        ctx, snapshot, await credentials.organization_keys.declared_zdr_by_provider(ctx), names=[slug]
+    )
 
 
 async def resolve_candidates(ctx: Context) -> list[Candidate]:
     """The endpoints to try for this request, in order (memoized in ctx.candidates)."""
     if ctx.candidates is None:
         snapshot = await catalog_snapshot(ctx)
-        ctx.candidates = select_candidates(ctx, snapshot, await declared_zdr_by_provider(ctx))
+        ctx.candidates = select_candidates(
+            ctx, snapshot, await credentials.organization_keys.declared_zdr_by_provider(ctx)
+        )
     return ctx.candidates

@@ -20,6 +20,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from inference.models import Generation, Model
+from rankings.classification import classify_pending
 from rankings.filtered import rank_filtered_days
 from rankings.models import (
     TOP_N,
@@ -202,7 +203,9 @@ def rank_daily_totals(day: date) -> None:
 
 
 def aggregate_sampled_week(week: date, public: dict[str, str] | None = None) -> None:
-    """Recompute the sampled-dataset rows of the ISO week starting on `week` (a Monday)."""
+    """Recompute the sampled-dataset rows of the ISO week starting on `week` (a Monday), after classifying the
+    sampled generations still pending (rankings/classification.py)."""
+    classify_pending()
     public = _public_models() if public is None else public
     rows = _weekly_sampled_rows(week, public)
     with transaction.atomic():

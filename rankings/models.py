@@ -127,3 +127,19 @@ class RateLimitCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}@{self.window_start}={self.count}"
+
+
+class PendingClassification(models.Model):
+    """The prompt of a sampled generation, waiting for the classifier (rankings/classification.py).
+
+    Written by the accounting transaction (one bulk insert per batch, no classification there); the
+    aggregation (`aggregate_rankings`) classifies it, sets the generation's category and language type, and
+    deletes it. `text` is a Fernet token (GATEWAY_BYOK_ENCRYPTION_KEYS) of at most 8,000 characters of prompt.
+    """
+
+    generation_id = models.UUIDField(primary_key=True)
+    text = models.TextField(help_text="Encrypted prompt text (Fernet)")
+    created_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.generation_id} pending since {self.created_at}"

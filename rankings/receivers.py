@@ -1,18 +1,24 @@
-"""Classification of a sampled fraction of requests, as their Generation row is written.
+"""The sampled fraction of requests, picked as their Generation row is written, for the classifier.
 
 Sampling is decided from the generation id (deterministic, ~1 µs for the requests not sampled), so the
-aggregation can upsample by the same GATEWAY_RANKINGS_SAMPLE_RATE.
+aggregation can upsample by the same GATEWAY_RANKINGS_SAMPLE_RATE. The accounting transaction only keeps a
+sampled prompt's text (encrypted, one bulk insert per batch); the classifier runs later, in the aggregation
+(rankings/classification.py), not in that transaction.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 
 from django.conf import settings
 from django.dispatch import receiver
 
-from inference.signals import generation_recording
-from rankings.classifier import classify
+from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
+from inference.signals import generation_recording, generations_recorded
+from rankings.models import PendingClassification
+
+logger = logging.getLogger("gateway.rankings")
 
 MAX_CLASSIFIED_CHARS = 8_000
 
@@ -44,13 +50,33 @@ def prompt_text(body: dict) -> str:
     return "\n".join(parts)[:MAX_CLASSIFIED_CHARS]
 
 
+# The sampled prompt of a row, between the two signals of its batch (an attribute of the unsaved instance).
+PROMPT_ATTRIBUTE = "_rankings_prompt"
+
+
 @receiver(generation_recording, dispatch_uid="rankings-classify-sampled")
-def classify_sampled_generation(sender, generation, ctx, **kwargs) -> None:
+def pick_sampled_generation(sender, generation, ctx, **kwargs) -> None:
+    """Before the insert: remember the prompt of a sampled generation (no classification here)."""
     if not is_sampled(generation.id, float(settings.GATEWAY_RANKINGS_SAMPLE_RATE)):
         return
     text = prompt_text(getattr(ctx, "body", None) or {})
-    if not text.strip():
-        return
-    result = classify(text)
-    generation.category = result.category
-    generation.language_type = result.language_type
+    if text.strip():
+        setattr(generation, PROMPT_ATTRIBUTE, text)
+
+
+@receiver(generations_recorded, dispatch_uid="rankings-queue-sampled")
+def queue_sampled_generations(sender, generations, **kwargs) -> None:
+    """After the batch's insert, in the same transaction: one insert of the sampled prompts, for the aggregation."""
+    pending = []
+    for generation in generations:
+        text = getattr(generation, PROMPT_ATTRIBUTE, None)
+        if text is None:
+            continue
+        try:
+            token = encrypt_secret(text)
+        except EncryptionNotConfigured:
+            logger.error("no encryption key: the sampled generation %s is not classified", generation.id)
+            continue
+        pending.append(PendingClassification(generation_id=generation.id, text=token, created_at=generation.created_at))
+    if pending:
+        PendingClassification.objects.bulk_create(pending)

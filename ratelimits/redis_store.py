@@ -34,7 +34,9 @@ for i = 1, n do
       redis.call('HDEL', amounts, member)
     end
     redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
-    redis.call('HINCRBY', amounts, '_total', -freed)
+    if freed ~= 0 then
+      redis.call('HINCRBY', amounts, '_total', string.format('%d', -freed))
+    end
   end
   counts[i] = redis.call('ZCARD', log)
   totals[i] = tonumber(redis.call('HGET', amounts, '_total') or '0')
@@ -65,7 +67,7 @@ if refused == 0 then
     local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
     redis.call('ZADD', log, now, id)
     redis.call('HSET', amounts, id, tokens)
-    redis.call('HINCRBY', amounts, '_total', tokens)
+    redis.call('HINCRBY', amounts, '_total', ARGV[3])
     redis.call('PEXPIRE', log, window + 1000)
     redis.call('PEXPIRE', amounts, window + 1000)
     counts[i] = counts[i] + 1
@@ -89,7 +91,10 @@ for i = 1, #KEYS do
   local held = redis.call('HGET', KEYS[i], ARGV[1])
   if held then
     redis.call('HSET', KEYS[i], ARGV[1], ARGV[2])
-    redis.call('HINCRBY', KEYS[i], '_total', tonumber(ARGV[2]) - tonumber(held))
+    local change = tonumber(ARGV[2]) - tonumber(held)
+    if change ~= 0 then
+      redis.call('HINCRBY', KEYS[i], '_total', string.format('%d', change))
+    end
   end
 end
 return 0

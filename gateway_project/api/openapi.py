@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
-
 from gateway_project.api.errors import DEFAULT_MESSAGES
 
 ERROR_ENVELOPE = {
@@ -46,13 +44,3 @@ def add_error_responses(result, generator, request, public):
                     {"description": DEFAULT_MESSAGES[int(code)], "content": {"application/json": {"schema": ref}}},
                 )
     return result
-
-
-class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    """Documents `Authorization: Bearer <API key>` for drf-spectacular."""
-
-    target_class = "gateway_project.api.authentication.ApiKeyAuthentication"
-    name = "bearerAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": "An API key of the organization"}

@@ -2,8 +2,8 @@
 
 from rest_framework.permissions import BasePermission
 
-from accounts.principal import Principal
 from gateway_project.api.errors import GatewayError
+from gateway_project.pipeline import Principal
 
 MANAGEMENT_ONLY = "Only management keys can perform this operation"
 

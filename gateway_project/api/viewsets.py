@@ -12,8 +12,8 @@ from typing import Any
 from rest_framework import status, viewsets
 from rest_framework.response import Response
 
-from accounts.principal import Principal
 from gateway_project.api.serializers import StrictSerializer
+from gateway_project.pipeline import Principal
 
 
 class OrganizationViewSet(viewsets.GenericViewSet):

@@ -20,17 +20,9 @@ from typing import Any
 import orjson
 
 from inference.ingress.chat_response import ChatStream, _envelope, image_parts, tool_call, usage_object
-from inference.ingress.common import (
-    LoopAnswer,
-    function_calls,
-    mark_first_byte,
-    message_texts,
-    record_streamed_output,
-    server_tool_usage,
-)
+from inference.ingress.common import LoopAnswer, LoopStreamState, function_calls, loop_json, loop_usage, message_texts
 from inference.pipeline.context import Context, Usage
-from inference.providers.base import CanonicalResult, FunctionCallDone, TextDelta
-from inference.response import service_metadata
+from inference.providers.base import CanonicalResult, TextDelta
 from inference.servertools.citations import annotate
 
 TURN_SEPARATOR = "\n\n"
@@ -55,10 +47,6 @@ def _finish_reason(result: CanonicalResult, client_calls: int) -> str:
     return result.finish_reason if result.finish_reason in ("length", "content_filter") else "stop"
 
 
-def _usage(usage: Usage, cost: Decimal, is_byok: bool, kinds: list[str]) -> dict[str, Any]:
-    return {**usage_object(usage, cost, is_byok), "server_tool_use": server_tool_usage(kinds)}
-
-
 def loop_completion_json(ctx: Context, answer: LoopAnswer) -> bytes:
     texts, annotations, offset = [], [], 0
     for text, found in message_texts(answer.output):
@@ -80,23 +68,15 @@ def loop_completion_json(ctx: Context, answer: LoopAnswer) -> bytes:
     payload = _envelope(ctx, answer.candidate, "chat.completion")
     reason = _finish_reason(answer.result, len(calls))
     payload["choices"] = [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}]
-    kinds = [item.get("type", "") for item in answer.output]
-    payload["usage"] = _usage(answer.usage, answer.cost, answer.is_byok, kinds)
-    if ctx.metadata_enabled:
-        payload["service_metadata"] = service_metadata(ctx)
-    mark_first_byte(ctx)
-    return orjson.dumps(payload)
+    return loop_json(ctx, payload, answer, usage_object)
 
 
-class ChatLoopStream(ChatStream):
+class ChatLoopStream(LoopStreamState, ChatStream):
     """The chat chunk stream of a server-tool loop (the interface of inference.servertools.stream.LoopStream)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.sources: dict[str, str] = {}
-        self.kinds: list[str] = []  # the server-tool calls run, by kind
         self.between_turns = False  # a server-tool call ran since the last text: the next text starts a turn
-        self.call_items: list[dict[str, Any]] = []  # the client function calls streamed
 
     async def handle(self, event: Any) -> bool:
         if isinstance(event, TextDelta) and event.text and self.between_turns:
@@ -104,10 +84,6 @@ class ChatLoopStream(ChatStream):
             if self.text_parts:
                 self.text_parts.append(TURN_SEPARATOR)
                 self._chunk({"content": TURN_SEPARATOR})
-        if isinstance(event, FunctionCallDone):
-            self.call_items.append(
-                {"type": "function_call", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
-            )
         return await super().handle(event)
 
     async def add_items(self, items: list[dict[str, Any]]) -> list[int]:
@@ -124,7 +100,7 @@ class ChatLoopStream(ChatStream):
 
     async def finish(self, last: CanonicalResult, usage: Usage, cost: Decimal) -> None:
         text = "".join(self.text_parts)
-        record_streamed_output(self.ctx, text, self.call_items)
+        self.record_output(text)
         annotations = annotate(text, self.sources)
         if annotations:
             self._chunk({"annotations": [chat_annotation(a) for a in annotations]})
@@ -132,6 +108,6 @@ class ChatLoopStream(ChatStream):
         if self.include_usage:
             final = _envelope(self.ctx, self.candidate, "chat.completion.chunk")
             final["choices"] = []
-            final["usage"] = _usage(usage, cost, self.is_byok, self.kinds)
+            final["usage"] = loop_usage(usage_object, usage, cost, self.is_byok, self.kinds)
             self.pending.append(b"data: " + orjson.dumps(final) + b"\n\n")
         await self._flush(more=False)

@@ -4,14 +4,18 @@ answer, and reading the canonical output (text, reasoning, function calls) for t
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from gateway_project.api.errors import validation_error
 from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context, Usage
-from inference.providers.base import CanonicalResult
+from inference.providers.base import CanonicalResult, FunctionCallDone
+from inference.response import service_metadata
 from inference.schema_parts import REASONING_EFFORTS
 
 
@@ -148,3 +152,45 @@ def record_streamed_output(ctx: Context, text: str, calls: list[dict[str, Any]])
     output.extend(calls)
     ctx.outcome.output = output
     ctx.outcome.output_text = text
+
+
+# A format's `usage` object of an answer: (usage, cost, is_byok) -> the JSON object.
+UsageObject = Callable[[Usage, Decimal, bool], dict[str, Any]]
+
+
+def loop_usage(usage_object: UsageObject, usage: Usage, cost: Decimal, is_byok: bool, kinds: list[str]) -> dict:
+    """A server-tool loop's `usage` in the client's format, with `server_tool_use` (the searches and fetches)."""
+    return {**usage_object(usage, cost, is_byok), "server_tool_use": server_tool_usage(kinds)}
+
+
+def loop_json(ctx: Context, payload: dict[str, Any], answer: LoopAnswer, usage_object: UsageObject) -> bytes:
+    """The end of a server-tool loop's JSON answer in any format: its usage, `service_metadata` when asked for,
+    the first byte marked, the body serialized."""
+    kinds = [item.get("type", "") for item in answer.output]
+    payload["usage"] = loop_usage(usage_object, answer.usage, answer.cost, answer.is_byok, kinds)
+    if ctx.metadata_enabled:
+        payload["service_metadata"] = service_metadata(ctx)
+    mark_first_byte(ctx)
+    return orjson.dumps(payload)
+
+
+class LoopStreamState:
+    """What a server-tool loop's stream keeps in any format (a mixin before the format's stream class): the
+    sources the text may cite, the kinds of the server-tool calls run, and the client function calls streamed,
+    recorded with the text as the outcome's output (`record_output`) when the stream ends."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sources: dict[str, str] = {}
+        self.kinds: list[str] = []  # the server-tool calls run, by kind
+        self.call_items: list[dict[str, Any]] = []  # the client function calls streamed
+
+    async def handle(self, event: Any) -> bool:
+        if isinstance(event, FunctionCallDone):
+            self.call_items.append(
+                {"type": "function_call", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
+            )
+        return await super().handle(event)
+
+    def record_output(self, text: str) -> None:
+        record_streamed_output(self.ctx, text, self.call_items)

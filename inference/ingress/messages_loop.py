@@ -25,17 +25,10 @@ from typing import Any
 
 import orjson
 
-from inference.ingress.common import (
-    LoopAnswer,
-    mark_first_byte,
-    reasoning_text,
-    record_streamed_output,
-    server_tool_usage,
-)
+from inference.ingress.common import LoopAnswer, LoopStreamState, loop_json, loop_usage, reasoning_text
 from inference.ingress.messages_response import MessagesStream, _shell, tool_input, usage_object
 from inference.pipeline.context import Context, Usage
-from inference.providers.base import CanonicalResult, FunctionCallDone, TextDelta
-from inference.response import service_metadata
+from inference.providers.base import CanonicalResult, TextDelta
 from inference.servertools.citations import annotate
 
 TOOL_NAMES = {
@@ -110,10 +103,6 @@ def _stop_reason(result: CanonicalResult, client_calls: int) -> str:
     return {"length": "max_tokens", "content_filter": "refusal"}.get(result.finish_reason or "", "end_turn")
 
 
-def _usage(usage: Usage, cost: Decimal, is_byok: bool, kinds: list[str]) -> dict[str, Any]:
-    return {**usage_object(usage, cost, is_byok), "server_tool_use": server_tool_usage(kinds)}
-
-
 def _blocks(item: dict[str, Any]) -> list[dict[str, Any]]:
     kind = item.get("type")
     if kind == "message":
@@ -145,31 +134,19 @@ def loop_message_json(ctx: Context, answer: LoopAnswer) -> bytes:
     payload["content"] = [block for item in answer.output for block in _blocks(item)]
     calls = sum(1 for item in answer.output if item.get("type") == "function_call")
     payload["stop_reason"] = _stop_reason(answer.result, calls)
-    kinds = [item.get("type", "") for item in answer.output]
-    payload["usage"] = _usage(answer.usage, answer.cost, answer.is_byok, kinds)
-    if ctx.metadata_enabled:
-        payload["service_metadata"] = service_metadata(ctx)
-    mark_first_byte(ctx)
-    return orjson.dumps(payload)
+    return loop_json(ctx, payload, answer, usage_object)
 
 
-class MessagesLoopStream(MessagesStream):
+class MessagesLoopStream(LoopStreamState, MessagesStream):
     """The Messages event stream of a server-tool loop (the interface of inference.servertools.stream.LoopStream)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.sources: dict[str, str] = {}
-        self.kinds: list[str] = []  # the server-tool calls run, by kind
         self.block_start = 0  # where the open text block starts in text_parts
-        self.call_items: list[dict[str, Any]] = []
 
     async def handle(self, event: Any) -> bool:
         if isinstance(event, TextDelta) and event.text and self.open_kind != "text":
             self.block_start = len(self.text_parts)
-        if isinstance(event, FunctionCallDone):
-            self.call_items.append(
-                {"type": "function_call", "call_id": event.call_id, "name": event.name, "arguments": event.arguments}
-            )
         return await super().handle(event)
 
     def _close_open(self) -> None:
@@ -200,8 +177,10 @@ class MessagesLoopStream(MessagesStream):
 
     async def finish(self, last: CanonicalResult, usage: Usage, cost: Decimal) -> None:
         self._close_open()
-        record_streamed_output(self.ctx, "".join(self.text_parts), self.call_items)
+        self.record_output("".join(self.text_parts))
         delta = {"stop_reason": _stop_reason(last, self.calls), "stop_sequence": None}
-        self.emit("message_delta", {"delta": delta, "usage": _usage(usage, cost, self.is_byok, self.kinds)})
+        self.emit(
+            "message_delta", {"delta": delta, "usage": loop_usage(usage_object, usage, cost, self.is_byok, self.kinds)}
+        )
         self.emit("message_stop", {})
         await self._flush(more=False)

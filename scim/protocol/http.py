@@ -24,9 +24,9 @@ from scim2_models import (
     UnauthorizedException,
 )
 
+from accounts import authentication
 from accounts.principal import Principal, authenticate_header
 from gateway_project import json_input
-from gateway_project.api import authentication
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.permissions import MANAGEMENT_ONLY
 

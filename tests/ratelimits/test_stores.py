@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 import pytest
+import redis.asyncio
 from django.conf import settings
 
 from ratelimits import db_store, redis_store
@@ -106,5 +107,44 @@ def test_redis_requests_and_tokens():
         assert admitted.admitted and admitted.states[0].tokens == 85
         too_large = await redis_store.check([tokens_key], "c", 101)
         assert not too_large.admitted and too_large.retry_after_ms == WINDOW_MS
+
+    asyncio.run(_redis_run(scenario))
+
+
+def test_redis_entries_leaving_the_window_with_zero_tokens_keep_the_check_in_redis():
+    """A requests-only limit holds 0 tokens per entry; when such entries left the window, the script subtracted
+    `-0` from the total, which Redis refuses ("value is not an integer"): every check then failed over to the
+    database path, whose window Redis does not see. Also: totals beyond 1e14 must stay integers in Lua."""
+    _redis()
+    requests_only = limit(rpm=2)
+    tokens_key = limit(tpm=10**16)
+
+    async def scenario():
+        client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+        log, amounts = (f"gateway:rl:{requests_only.key}:{part}" for part in ("log", "tokens"))
+        seconds, micros = await client.time()
+        now_ms = seconds * 1000 + micros // 1000
+        old = now_ms - 2 * WINDOW_MS
+        await client.zadd(log, {"old-1": old, "old-2": old + 1})
+        await client.hset(amounts, mapping={"old-1": 0, "old-2": 0, "_total": 0})
+        first = await redis_store.check([requests_only], "new-1", 0)
+        assert first.admitted and first.store == "redis" and first.states[0].requests == 1
+        second = await redis_store.check([requests_only], "new-2", 0)
+        assert second.admitted and second.states[0].requests == 2
+        assert not (await redis_store.check([requests_only], "new-3", 0)).admitted
+
+        big = 3 * 10**14  # Lua's default number format would write 3e+14
+        assert (await redis_store.check([tokens_key], "big-1", big)).admitted
+        assert (await redis_store.check([tokens_key], "big-2", big)).states[0].tokens == 2 * big
+        await redis_store.settle([tokens_key], "big-1", 7)
+        third = await redis_store.check([tokens_key], "big-3", 1)
+        assert third.store == "redis" and third.states[0].tokens == big + 8
+        await redis_store.settle([tokens_key], "big-3", 1)  # unchanged: no HINCRBY of 0 either
+        # the expiry of entries holding tokens gives them back
+        tokens_log = f"gateway:rl:{tokens_key.key}:log"
+        await client.zadd(tokens_log, {"big-2": old})
+        after = await redis_store.check([tokens_key], "big-4", 1)
+        assert after.store == "redis" and after.states[0].tokens == 7 + 1 + 1
+        await client.aclose()
 
     asyncio.run(_redis_run(scenario))

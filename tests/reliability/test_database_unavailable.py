@@ -10,8 +10,8 @@ import asyncio
 import pytest
 from django.db import InterfaceError, OperationalError
 
+from accounts import authentication
 from accounts import middleware as auth_middleware
-from gateway_project.api import authentication
 from inference import recorder
 from tests.inference.conftest import generations
 

@@ -1,5 +1,8 @@
 """python manage.py bootstrap [--json]: idempotent first-run setup.
 
+It sets up the whole gateway (accounts and the inference catalog), so it lives in operations/, above both
+(accounts does not import inference; docs/architecture.md).
+
 Creates the first organization, its default workspace and an admin user, adds the entries of GATEWAY_CATALOG
 the database lacks (never overwriting what staff changed in the admin), and on the first run creates and prints
 one management key and one inference key. An admin user without a usable password gets GATEWAY_ADMIN_PASSWORD,

@@ -1,8 +1,11 @@
-"""Bearer API-key authentication for the management plane (DRF)."""
+"""Bearer API-key authentication for the management plane (DRF): REST_FRAMEWORK's
+DEFAULT_AUTHENTICATION_CLASSES names `accounts.authentication.ApiKeyAuthentication` (the kernel's API code
+only sees the `Principal` it puts in request.user)."""
 
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 
 from accounts.models import ApiKey
@@ -30,5 +33,11 @@ class ApiKeyAuthentication(BaseAuthentication):
         return "Bearer"
 
 
-# Registers the OpenAPI description of this scheme with drf-spectacular.
-from gateway_project.api import openapi as _openapi  # noqa: E402,F401
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents `Authorization: Bearer <API key>` for drf-spectacular (registered by being defined)."""
+
+    target_class = ApiKeyAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An API key of the organization"}
