@@ -194,6 +194,9 @@ def apply_totals(cursor, *, counter_id: int, release: int, spent: int, byok_spen
     )
 
 
+_FAST_COMMIT = "SET LOCAL synchronous_commit = off"
+
+
 def fast_commit(cursor) -> None:
     """PostgreSQL: do not wait for the WAL flush when this transaction commits.
 
@@ -204,7 +207,7 @@ def fast_commit(cursor) -> None:
     flush instead costs a disk sync per request on the thread every database call of the process shares.
     """
     if connection.vendor == "postgresql":
-        cursor.execute("SET LOCAL synchronous_commit = off")
+        cursor.execute(_FAST_COMMIT)
 
 
 class _DriverCursor:
@@ -253,9 +256,11 @@ def counter_transaction() -> Iterator:
     with conn.wrap_database_errors:
         raw = conn.connection.cursor()
         try:
-            raw.execute("BEGIN")
+            if conn.vendor == "postgresql":
+                raw.execute(f"BEGIN; {_FAST_COMMIT}")  # one round trip (no parameters: both in one query)
+            else:
+                raw.execute("BEGIN")
             cursor = _DriverCursor(raw, qmark=conn.vendor == "sqlite")
-            fast_commit(cursor)
             try:
                 yield cursor
             except BaseException:
