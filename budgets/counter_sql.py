@@ -175,9 +175,14 @@ def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.U
     placeholders = ", ".join(["%s"] * len(reservation_ids))
     cursor.execute(
         f"DELETE FROM {_table(SpendReservation)} WHERE id IN ({placeholders}) RETURNING id, reaped_at",
-        [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
+        reservation_ids  # PostgreSQL takes the UUIDs as they are
+        if connections[DEFAULT_DB_ALIAS].features.has_native_uuid_field
+        else [_prep(SpendReservation, "id", reservation_id) for reservation_id in reservation_ids],
     )
-    return {uuid.UUID(str(row[0])): row[1] is not None for row in cursor.fetchall()}
+    # PostgreSQL returns UUIDs, SQLite their hex text
+    return {
+        key if isinstance(key := row[0], uuid.UUID) else uuid.UUID(key): row[1] is not None for row in cursor.fetchall()
+    }
 
 
 def mark_reaped(cursor, reservation_id: uuid.UUID, now: datetime) -> bool:
@@ -211,6 +216,9 @@ def apply_totals(cursor, *, counter_id: int, release: int, spent: int, byok_spen
     )
 
 
+_FAST_COMMIT = "SET LOCAL synchronous_commit = off"
+
+
 def fast_commit(cursor) -> None:
     """PostgreSQL: do not wait for the WAL flush when this transaction commits.
 
@@ -221,7 +229,7 @@ def fast_commit(cursor) -> None:
     flush instead costs a disk sync per request on the thread every database call of the process shares.
     """
     if connection.vendor == "postgresql":
-        cursor.execute("SET LOCAL synchronous_commit = off")
+        cursor.execute(_FAST_COMMIT)
 
 
 class _DriverCursor:
@@ -270,9 +278,11 @@ def counter_transaction() -> Iterator:
     with conn.wrap_database_errors:
         raw = conn.connection.cursor()
         try:
-            raw.execute("BEGIN")
+            if conn.vendor == "postgresql":
+                raw.execute(f"BEGIN; {_FAST_COMMIT}")  # one round trip (no parameters: both in one query)
+            else:
+                raw.execute("BEGIN")
             cursor = _DriverCursor(raw, qmark=conn.vendor == "sqlite")
-            fast_commit(cursor)
             try:
                 yield cursor
             except BaseException:

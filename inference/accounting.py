@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from django.db import transaction
+from django.db.models.base import ModelState
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
@@ -167,7 +168,7 @@ def build_generation(ctx: Context) -> Generation:
     cost = final_cost(ctx)
     stripped = ctx.extras.get(STRIP_FREE_FORM, False)
     session_id = (ctx.session_id or "")[:256]
-    return Generation(
+    return unsaved_generation(
         id=uuid.UUID(ctx.request_id),
         organization_id=principal.organization_id,
         workspace_id=principal.workspace_id,
@@ -206,7 +207,26 @@ def build_generation(ctx: Context) -> Generation:
         metadata={} if stripped else body.get("metadata") or {},
         created_at=ctx.created_at,
         completed_at=now,
+        category=None,
+        language_type=None,
     )
+
+
+_GENERATION_ATTNAMES = frozenset(f.attname for f in Generation._meta.concrete_fields)
+
+
+def unsaved_generation(**values: Any) -> Generation:
+    """An unsaved Generation with exactly these attribute values (every concrete field's attname given once).
+
+    What `Generation(**values)` gives for them, without `Model.__init__` (its per-field descriptor walk and the
+    pre_init/post_init signals, which nothing in the project receives): 1 µs instead of about 17 per row.
+    """
+    if values.keys() != _GENERATION_ATTNAMES:  # a field missing would be loaded from the database when read
+        raise TypeError(f"Generation fields not given or unknown: {sorted(values.keys() ^ _GENERATION_ATTNAMES)}")
+    row = Generation.__new__(Generation)
+    row._state = ModelState()
+    row.__dict__.update(values)
+    return row
 
 
 def _json_dumps(value: Any) -> str:
@@ -214,51 +234,65 @@ def _json_dumps(value: Any) -> str:
 
 
 _PLAIN_TYPES = frozenset({"CharField", "TextField", "PositiveIntegerField", "IntegerField", "BooleanField"})
+_TEXT_TYPES = frozenset({"CharField", "TextField"})
 _insert_plans: dict[str, tuple[str, list]] = {}
 
 
 def _insert_plan(conn) -> tuple[str, list]:
-    """The INSERT statement of Generation rows for this connection, and one preparation per column (None when
-    the Python value goes to the driver as it is). Built once per database alias."""
+    """The INSERT statement of Generation rows for this connection, and what to read from each row.
+
+    PostgreSQL: one statement for the whole batch, its rows one JSON parameter (`[[id, organization, ...], ...]`,
+    one list per row in the order of the fields, JSON fields as JSON), and the attribute names to read. Others:
+    the one-row statement run with `executemany`, and one preparation per column (None when the Python value
+    goes to the driver as it is). Built once per database alias."""
     plan = _insert_plans.get(conn.alias)
     if plan is None:
         fields = Generation._meta.concrete_fields
         columns = ", ".join(conn.ops.quote_name(f.column) for f in fields)
-        placeholders = ", ".join(["%s"] * len(fields))
-        sql = f"INSERT INTO {conn.ops.quote_name(Generation._meta.db_table)} ({columns}) VALUES ({placeholders})"
+        table = conn.ops.quote_name(Generation._meta.db_table)
         if conn.vendor == "postgresql":
-            from psycopg.types.json import Jsonb
-
-            def as_jsonb(value):
-                return Jsonb(value, dumps=_json_dumps)
-
-            preps = [(f.attname, as_jsonb if f.get_internal_type() == "JSONField" else None) for f in fields]
+            values = []
+            for index, f in enumerate(fields):
+                kind = f.get_internal_type()
+                if kind == "JSONField":
+                    values.append(f"e->{index}")
+                elif kind in _TEXT_TYPES:  # as text: the column's own length check applies (a cast would cut)
+                    values.append(f"e->>{index}")
+                else:
+                    values.append(f"(e->>{index})::{f.rel_db_type(conn) if f.is_relation else f.db_type(conn)}")
+            sql = (
+                f"INSERT INTO {table} ({columns}) SELECT {', '.join(values)} "
+                "FROM jsonb_array_elements(%s::jsonb) AS a(e)"
+            )
+            plan = _insert_plans[conn.alias] = (sql, [f.attname for f in fields])
         else:
+            placeholders = ", ".join(["%s"] * len(fields))
+            sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
             preps = [(f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields]
-        plan = _insert_plans[conn.alias] = (sql, preps)
+            plan = _insert_plans[conn.alias] = (sql, preps)
     return plan
 
 
 def insert_generations(rows: list[Generation]) -> None:
-    """The INSERT of a batch: one statement run with `executemany` (psycopg pipelines it on PostgreSQL, with
-    server-side binding), each value prepared the way its model field prepares it (on PostgreSQL JSON wrapped
-    as jsonb and everything else passed as it is), without the ORM's per-row query compilation: a fraction of
-    `bulk_create`'s CPU."""
+    """The INSERT of a batch, without the ORM's per-row query compilation: a fraction of `bulk_create`'s CPU.
+
+    PostgreSQL: one statement whose only parameter is the batch as JSON (orjson: about 2 µs a row, where binding
+    41 parameters a row cost about ten times that in psycopg), the values converted to the columns' types by
+    the database; the statement text never changes, so its parsing is cached. Others: one statement run with
+    `executemany`, each value prepared the way its model field prepares it."""
     conn = transaction.get_connection()
-    sql, preps = _insert_plan(conn)
+    sql, plan = _insert_plan(conn)
     if conn.vendor == "postgresql":
         import psycopg
 
-        params = [
-            [getattr(row, name) if prep is None else prep(getattr(row, name)) for name, prep in preps] for row in rows
-        ]
-        # Server-side binding (Django's cursors bind client-side: quoting every value in Python cost about a
-        # third of this insert's CPU); no prepared statement, as everywhere (pgbouncer's transaction mode).
+        batch = orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str).decode()
+        conn.ensure_connection()
+        # Server-side binding of the one parameter; no prepared statement (pgbouncer's transaction mode).
         with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
-            cursor.executemany(sql, params)
+            cursor.execute(sql, [batch], prepare=False)
         return
     params = [
-        [getattr(row, name) if prep is None else prep(getattr(row, name), conn) for name, prep in preps] for row in rows
+        [getattr(row, name) if prep is None else prep(getattr(row, name), conn) for name, prep in plan] for row in rows
     ]
     with conn.cursor() as cursor:
         cursor.executemany(sql, params)

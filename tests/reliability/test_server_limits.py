@@ -14,6 +14,7 @@ import pytest
 
 from gateway_project.server_protocol import GatewayHttpProtocol
 from tests.conftest import free_port
+from tests.inference.conftest import wait_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -97,3 +98,4 @@ def test_ordinary_requests_are_served(protected_server, org, echo_catalog):
     assert response.status_code == 200, response.text
     mgmt = httpx.get(f"{base}/workspaces", headers={"Authorization": f"Bearer {org.management_key}"})
     assert mgmt.status_code == 200
+    wait_idle()  # the Generation row is written after the answer: not while the teardown empties the tables
