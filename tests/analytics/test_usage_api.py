@@ -294,3 +294,22 @@ def test_daily_tier_is_the_sum_of_the_hourly_rows_and_reads_agree(org, monkeypat
         "2026-03-23T00:00:00.000Z", "2026-03-30T00:00:00.000Z"]  # fmt: skip
     assert [e["bucket"] for e in tiered[(windows[1], ("month", None))]] == [
         "2026-03-01T00:00:00.000Z", "2026-04-01T00:00:00.000Z"]  # fmt: skip
+
+
+def test_both_percentiles_in_one_pass_equal_the_reference():
+    """`percentiles` (the usage API's hot path: cumulative sum + binary search) equals `percentile` bin by bin."""
+    import random
+
+    from analytics.histogram import BINS, percentile, percentiles
+
+    rng = random.Random(19)
+    cases = [[0] * BINS, [0] * (BINS - 1) + [3], [0, 0, 0, 0, 2] + [0] * (BINS - 5)]
+    for _ in range(5000):
+        counts = [rng.choice([0, 0, 0, 1, 2, 5, 100, 12345]) for _ in range(BINS)]
+        if rng.random() < 0.3:
+            counts = [0] * BINS
+            for _ in range(rng.randint(1, 2)):
+                counts[rng.randrange(BINS)] = rng.randint(1, 9)
+        cases.append(counts)
+    for counts in cases:
+        assert percentiles(counts, 0.5, 0.95) == (percentile(counts, 0.5), percentile(counts, 0.95)), counts
