@@ -3,8 +3,10 @@
 For each candidate (inference.routing) and each of its credentials (inference.credentials): call the
 adapter. An authentication failure moves to the next credential; a retryable failure before the first
 byte reached the client moves to the next candidate, and so does a refusal that concerns that endpoint only
-(404 unknown model, 413, 422, context length exceeded); any other bad request stops, and so does a JSON call
-that timed out after it was sent (the provider may bill it: sending it elsewhere would pay twice). Every
+(404 unknown model, 413, 422, context length exceeded); any other bad request stops, and so does a call the
+provider may have billed (`maybe_billed`: a timeout after the send, JSON or a stream without its first event
+in time; a 2xx answer cut, too large or unreadable; a 524): it is charged its hold (`charge_unanswered`,
+marked `usage_estimated`) and not sent elsewhere, which would pay twice. Every
 attempt is recorded in `ctx.outcome.attempts`. When everything failed, the error maps to 429 (every attempt
 rate-limited), 524 (timeout), 529 (overloaded), 400 (the upstream refused the request) or 502, with
 `error.metadata = {provider_name, raw, error_type}`.
@@ -129,7 +131,7 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
         charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
         raise
     except ProviderError as error:
-        if error.maybe_billed:  # a timeout after the send, an answer cut mid-body: no fallback, charged the hold
+        if error.maybe_billed:  # a timeout after the send, a 2xx answer cut or unreadable: no fallback, its hold
             charge_unanswered(ctx, candidate, cred.is_byok)
         raise
     _settle(ctx, candidate, cred, "success")
@@ -157,7 +159,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             charge_unanswered(ctx, candidate, cred.is_byok)
             raise
         except ProviderError as error:
-            if error.maybe_billed:
+            if error.maybe_billed:  # no first event in time after the send, a 2xx stream unreadable: its hold
                 charge_unanswered(ctx, candidate, cred.is_byok)
             raise
         _settle(ctx, candidate, cred, "success")

@@ -3,7 +3,9 @@ guardrails, budgets, rate limits and accounting run around it exactly as they do
 
 For each candidate endpoint of the embeddings model (inference.routing) and each of its credentials
 (inference.credentials): call the embeddings adapter; an authentication failure moves to the next
-credential, a retryable failure to the next candidate, a bad request stops, as for /responses. The answer is
+credential, a retryable failure to the next candidate, a bad request stops, as for /responses; so does a call
+the provider may have billed (a timeout after the send, a 2xx answer it cannot read), charged its input bound
+and marked `usage_estimated`. The answer is
 the OpenAI embeddings list; `usage` carries `cost` as on /responses.
 """
 
@@ -25,6 +27,7 @@ from inference.embeddings.schema import input_list
 from inference.handler import hash_identifier, map_failure, upstream_timeouts
 from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import ProviderError, ProviderErrorKind
+from inference.providers.errors import malformed
 from inference.routing import remember_session, requested_models, resolve_candidates
 
 
@@ -67,6 +70,14 @@ def answer_object(
     }
 
 
+def _charge_unanswered(ctx: Context, candidate: Candidate, cred: Credential, inputs) -> None:
+    """The provider had the request and may bill it: charged its input bound (within the request's hold)."""
+    outcome = ctx.outcome
+    outcome.usage = Usage(input_tokens=_estimated_tokens(inputs), reported=False, estimated=True)
+    outcome.cost = compute_cost(candidate, outcome.usage)
+    outcome.candidate, outcome.credential_is_byok = candidate, cred.is_byok
+
+
 async def _answer(ctx: Context, candidate: Candidate, cred: Credential, result: EmbeddingResult, inputs) -> None:
     outcome = ctx.outcome
     if not result.usage.input_tokens:
@@ -75,7 +86,7 @@ async def _answer(ctx: Context, candidate: Candidate, cred: Credential, result: 
     try:
         payload = answer_object(ctx, candidate, result, cost, cred.is_byok)
     except ValueError:  # an upstream base64 vector that does not decode
-        raise ProviderError(ProviderErrorKind.SERVER, "malformed upstream embeddings body (base64)") from None
+        raise malformed("embeddings body (base64)") from None
     outcome.ttft_ms = int((time.perf_counter() - ctx.started) * 1000)
     outcome.status, outcome.finish_reason = "completed", "stop"
     outcome.usage, outcome.cost = result.usage, cost
@@ -116,6 +127,8 @@ async def handle_embeddings(ctx: Context) -> None:
             try:
                 await _answer(ctx, candidate, cred, await adapter.embed(call), inputs)
             except ProviderError as error:
+                if error.maybe_billed:  # a timeout after the send, a 2xx answer unreadable: charged, not re-sent
+                    _charge_unanswered(ctx, candidate, cred, inputs)
                 _attempt(ctx, candidate, error.kind.value)
                 errors.append((candidate, error))
                 if error.kind == ProviderErrorKind.AUTH:

@@ -3,8 +3,10 @@
 Plugin object: `{"id": "fusion", "analysis_models": ["vendor/a", "vendor/b"], "max_chars": 20000}`. Before the
 first turn every panel model gets the conversation (without tools, not streamed) under the request's routing
 filters (guardrails, provider preferences, BYOK), each call held against the budgets before it goes upstream
-and settled right after at most at its hold (inference.servertools.budget.LoopBudget): its cost, the hold
-when it was sent but not answered (a timeout, a cut answer, the client gone), 0 when it failed otherwise. The
+and settled right after at most at its hold (inference.servertools.budget.LoopBudget): its cost; when it was
+sent but may be unanswered and billed (a timeout after the send, a 2xx answer cut or unreadable, a 524, the
+client gone) its worst case on the endpoint it went to (input bound and whole output cap, at most its hold;
+its tokens added to the request's usage, marked `usage_estimated`); 0 when it failed otherwise. The
 answers are put in a system message right above the last user message, with the instruction to compare them and
 write one answer; the request's own `model` then answers as usual (streamed or not). Calls that fail are
 listed; when every one fails the request fails with 502 before the synthesizing model is called. The panel's
@@ -19,8 +21,8 @@ from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference.accounting import settled_cost, settled_usage
-from inference.pipeline.context import Candidate
+from inference.accounting import price, settled_cost, settled_usage
+from inference.pipeline.context import Candidate, Usage
 from inference.plugins.context import field_of, insert_before_last_user
 from inference.plugins.registry import Plugin, register
 from inference.providers.base import ProviderError, UpstreamCall
@@ -73,9 +75,18 @@ async def _ask(ctx: Any, slug: str, candidates: list[Candidate], body: dict[str,
     """One panel call, its hold settled with its cost; a dict describing it (with `text`, `usage`, `cost`)."""
     from inference.handler import call_with_fallback
     from inference.providers.registry import get_adapter
+    from inference.servertools.turns import unanswered_usage
+
+    unanswered: list[tuple[Usage, Candidate, bool]] = []  # the call sent whose answer never came, if any
 
     async def attempt(call: UpstreamCall, candidate: Candidate, cred: Any):
-        return await get_adapter(candidate.api_format).complete(call), candidate, cred
+        try:
+            return await get_adapter(candidate.api_format).complete(call), candidate, cred
+        except ProviderError as error:
+            if error.maybe_billed:  # a timeout after the send, a 2xx answer cut or unreadable, a 524
+                # bounded on `body`, as its hold was (call.body also carries the output cap the hold assumed)
+                unanswered.append((unanswered_usage(body, candidate), candidate, cred.is_byok))
+            raise
 
     first = len(ctx.outcome.attempts)
     try:
@@ -84,11 +95,24 @@ async def _ask(ctx: Any, slug: str, candidates: list[Candidate], body: dict[str,
         await budget.settle(budget.current.amount if budget.current else Decimal(0), False)
         raise
     except (ProviderError, GatewayError) as error:
-        # sent but never answered (a timeout after the send, a cut answer): charged its hold; else nothing billed
-        billed = getattr(error, "maybe_billed", False) and budget.current is not None
-        charged = await budget.settle(budget.current.amount if billed else Decimal(0), False)
         message = getattr(error, "message", str(error))
-        return {"model": slug, "status": "failed", "error": message, "cost": float(charged), "cost_decimal": charged}
+        failed = {"model": slug, "status": "failed", "error": message}
+        if not unanswered:  # refused, or failed before the provider had it: nothing billed
+            charged = await budget.settle(Decimal(0), False)
+            return {**failed, "cost": float(charged), "cost_decimal": charged}
+        # Sent and maybe billed (routing did not re-send it): its worst case on that endpoint, at most its hold.
+        usage, candidate, is_byok = unanswered[-1]
+        charged = await budget.settle(price(ctx, candidate, usage), is_byok)
+        return {
+            **failed,
+            "provider": candidate.provider_slug,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "usage_estimated": True,
+            "cost": float(charged),
+            "usage": usage,
+            "cost_decimal": charged,
+        }
     finally:
         for entry in ctx.outcome.attempts[first:]:
             entry["fusion"] = "panel"
@@ -128,8 +152,9 @@ async def _run(ctx: Any, plugin: dict[str, Any], state: Any) -> Decimal:
     answered = [c for c in calls if c["status"] == "completed"]
     fee = sum((c.pop("cost_decimal") for c in calls), Decimal(0))  # what the panel calls were charged
     state.cost += fee  # settled by the calls' own holds, not the plugins' fee hold: the plugin returns no fee
-    for call in answered:
-        state.add_usage(call.pop("usage"))
+    for call in calls:  # answered calls, and calls charged unanswered (their estimate marks the total)
+        if "usage" in call:
+            state.add_usage(call.pop("usage"))
     limit = plugin.get("max_chars") or DEFAULT_MAX_CHARS
     stage = {"type": "plugin", "name": "fusion", "data": {"calls": [_public(c) for c in calls], "cost": float(fee)}}
     if not answered:

@@ -68,8 +68,9 @@ class ProviderError(Exception):
         # The request cannot succeed at this endpoint but may at another one (the model is unknown there, the
         # body too large for it, its context too small): routing moves to the next candidate.
         self.endpoint_specific = False
-        # The upstream may have done (and billed) the work: a timeout waiting for a complete JSON answer.
-        # Sending the same request elsewhere would pay twice, so routing does not fall back.
+        # The upstream may have done (and billed) the work: a timeout after the send (a JSON answer or a
+        # stream's first event not in time), a 2xx answer cut, too large or unreadable, a 524. Sending the same
+        # request elsewhere would pay twice, so routing does not fall back; the request is charged its hold.
         self.maybe_billed = False
 
     @property

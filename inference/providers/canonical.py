@@ -8,6 +8,7 @@ from typing import Any
 
 from inference.pipeline.context import Usage
 from inference.providers.base import CanonicalResult, ProviderError, ProviderErrorKind
+from inference.providers.errors import malformed
 
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
 TEXT_PART_TYPES = frozenset({"input_text", "output_text", "text", "summary_text"})
@@ -184,4 +185,4 @@ def as_count(value: Any, name: str) -> int:
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    raise ProviderError(ProviderErrorKind.SERVER, f"malformed upstream usage: {name} is {value!r}")
+    raise malformed(f"usage: {name} is {value!r}")

@@ -4,8 +4,10 @@ Status mapping (`error_for_status`): 429 RATE_LIMITED (with `retry_after` from `
 `retry-after-ms`); 529, and 503 whose body says overloaded, OVERLOADED; 408/504/524 TIMEOUT;
 400/404/413/422 and other 4xx BAD_REQUEST; 401/402/403 AUTH; other 5xx SERVER. Transport failures
 (`error_for_exception`): timeouts TIMEOUT, everything else (refused, reset, cut short) SERVER. Malformed
-bodies are SERVER. Errors inside a 200 body or a stream (`body_error`) map by their type/code. The
-credential of the call never appears in a message or `raw` (`scrub`).
+bodies are SERVER, marked `maybe_billed`: a body is read only from a 2xx answer, so the provider did the work
+and may bill it (`malformed`). Errors inside a 200 body or a stream (`body_error`) map by their type/code and
+are not marked: the provider itself says the request failed. The credential of the call never appears in a
+message or `raw` (`scrub`).
 """
 
 from __future__ import annotations
@@ -142,7 +144,11 @@ def error_for_exception(exc: BaseException, secret: str) -> ProviderError:
 
 
 def malformed(what: str, raw: Any = None) -> ProviderError:
-    return ProviderError(ProviderErrorKind.SERVER, f"malformed upstream {what}", raw=raw)
+    """A 2xx answer the gateway cannot read (not JSON, a wrong shape, a stream that breaks off): the provider
+    answered success, so it may bill the request; marked `maybe_billed` (charged its hold, not re-sent)."""
+    error = ProviderError(ProviderErrorKind.SERVER, f"malformed upstream {what}", raw=raw)
+    error.maybe_billed = True
+    return error
 
 
 def loads(data: bytes | str, what: str) -> Any:

@@ -7,17 +7,21 @@ so a "first byte" limit would cut long generations; running out is TIMEOUT marke
 does not send the same request to another provider, which would pay twice). A stream has `first_byte` from
 the send until its first event, and `read` between two events: bytes that carry no event (comment pings)
 do not count as progress, so an upstream that only pings is cut after `read` seconds. Any of them running
-out is `TIMEOUT`.
+out is `TIMEOUT`; past the connect it is marked `maybe_billed` too (a stream without its first event in time
+included: the provider had the request and may be generating it), so routing does not re-send it.
 
 Redirects are never followed: a 3xx is SERVER without its body (a redirect would carry the platform key and
 the prompt to a host outside the catalog, past the SSRF guard). A stream ends at its `[DONE]` sentinel:
-nothing the upstream sends after it is read. An answer the adapter cannot parse (valid JSON of a wrong
-shape, or counts that are negative or fractional) is SERVER ("malformed upstream ..."), so routing can still
-fall back before the first byte.
+nothing the upstream sends after it is read. A 2xx answer the adapter cannot parse (not JSON, valid JSON of a
+wrong shape, counts that are negative or fractional, a stream that is not an event stream or ends before its
+completion event) is SERVER ("malformed upstream ...") marked `maybe_billed`: the provider answered success
+and may bill it, so it is charged its hold and not sent to another candidate (docs/budgets.md). An error
+object the provider sends inside a 2xx body or stream is not marked (it says the request failed).
 
 Size limit: `settings.GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES` bounds what is read of one answer (a JSON body,
 or all the bytes of a stream); a larger answer is SERVER ("upstream response larger than N bytes") and its
-connection is closed at once, so a runaway or hostile upstream cannot grow the process's memory.
+connection is closed at once, so a runaway or hostile upstream cannot grow the process's memory (a 2xx one
+is marked `maybe_billed`).
 
 Failures are mapped by inference.providers.errors (statuses, transport errors, malformed bodies, errors
 inside a body or stream); a stream that ends before its completion event is SERVER. The credential of the
@@ -194,9 +198,13 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     """POST `request` and yield the server-sent events of the answer, as the list of events of each read from
     the upstream connection (never empty); every failure is a ProviderError.
 
-    Closing the iterator early (or cancelling its task) closes the upstream connection.
+    Closing the iterator early (or cancelling its task) closes the upstream connection. As for `post_json`, a
+    failure the provider may have billed is marked `maybe_billed`: a timeout after the send (no first event in
+    time included: the provider may be generating), and a 2xx answer that broke off, grew past the size limit
+    or was not an event stream.
     """
     response: aiohttp.ClientResponse | None = None
+    answered = False
     finished = False
     decoder = SSEDecoder()
     limit = max_response_bytes()
@@ -205,12 +213,14 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
         try:
             async with asyncio.timeout(timeouts.first_byte):
                 response = await _open(request, timeouts, True)
+                answered = response.status < 300
                 if response.status >= 400:
                     data = await _read_bounded(response, limit)
                     raise error_for_status(response.status, data, response.headers, secret)
                 if "text/event-stream" not in response.headers.get("Content-Type", ""):
                     raw = decode_error_body(await _read_bounded(response, limit), secret)
                     if isinstance(raw, dict) and raw.get("error"):
+                        answered = False  # an error object: the provider says the request failed
                         raise body_error(raw["error"], raw=raw)
                     raise malformed("stream (not an event stream)", raw=raw)
                 events: list[ServerSentEvent] = []
@@ -237,8 +247,18 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                 if events:
                     yield events
             finished = True
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise error_for_exception(exc, secret)
+        except TimeoutError as exc:
+            error = error_for_exception(exc, secret)
+            # Past the connect the request reached the provider, which may be generating (and billing) it.
+            error.maybe_billed = response is not None or not isinstance(exc, aiohttp.ConnectionTimeoutError)
+            raise error
+        except aiohttp.ClientError as exc:
+            error = error_for_exception(exc, secret)
+            error.maybe_billed = answered
+            raise error
+        except ProviderError as error:  # a 2xx answer past the size limit
+            error.maybe_billed = error.maybe_billed or answered
+            raise
     finally:
         if response is not None:
             if finished:

@@ -9,7 +9,7 @@ cut after it began at its estimate (the input bound and the output streamed so f
 a turn that was sent but never answered (a timeout after the send, an answer cut mid-body, the client gone
 while the provider worked) at its worst case on the endpoint it went to, within its hold; a turn refused
 before it was sent, or with an error status, at 0. A step of tool calls or a plugin that did not finish is
-charged its hold (the fees it may have incurred).
+charged its fee hold (the fees it may have incurred; not the request's hold that the first hold took over).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class LoopBudget:
         self.candidates = candidates
         self.current: TurnHold | None = None
         self.is_model_turn = False
+        self.fees = Decimal(0)  # the most the fees held now can charge (the hold may be larger: see hold_fees)
 
     def worst_case(self, body: dict[str, Any]) -> Decimal:
         """The turn's worst case over the candidates, each with the body plugins shape for it (a parsed file)."""
@@ -53,9 +54,12 @@ class LoopBudget:
         self.is_model_turn = True
 
     async def hold_fees(self, amount: Decimal) -> None:
-        """Hold the most that server-tool calls or plugins about to run can charge."""
+        """Hold the most that server-tool calls or plugins about to run can charge. The first hold of a request
+        takes over the request's whole hold (budgets/turns.py), which can be more than `amount`: a failure is
+        charged `amount` at most, never that takeover."""
         self.current = await hold_turn(self.ctx, amount)
         self.is_model_turn = False
+        self.fees = amount
 
     async def settle(self, cost: Decimal, is_byok: bool) -> Decimal:
         """Settle what is held at `cost` (at most the hold); returns what was charged."""
@@ -68,8 +72,8 @@ class LoopBudget:
         """Settle the turn or step that failed by what it may have been billed; add it to the loop's totals."""
         if self.current is None:
             return
-        if not self.is_model_turn:
-            state.cost += await self.settle(self.current.amount, False)
+        if not self.is_model_turn:  # the fees they may have incurred (a plugin's model calls settle their own)
+            state.cost += await self.settle(min(self.fees, self.current.amount), False)
             return
         cut = turns.cut_turn()
         if cut is None:  # never sent, or refused with an error status: nothing billed

@@ -188,7 +188,7 @@ def _stage(ctx: Context, state: LoopState) -> None:
 
 def _outcome_totals(ctx: Context, state: LoopState) -> None:
     outcome = ctx.outcome
-    if state.turns:
+    if state.turns or state.cost:  # also what plugins were charged before a first turn (a fusion panel that failed)
         outcome.usage = state.usage
         outcome.cost = state.cost
     outcome.tool_calls = state.server_calls + state.client_calls

@@ -120,6 +120,10 @@ class StreamTurns:
                 except asyncio.CancelledError:  # the client went away while the provider worked
                     self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
                     raise
+                except ProviderError as error:
+                    if error.maybe_billed:  # no first event in time after the send, a 2xx stream unreadable
+                        self.unanswered = (unanswered_usage(call.body, candidate), candidate, cred.is_byok)
+                    raise
                 committed = True
                 self.in_flight, self.turn_text = (call.body, candidate, cred.is_byok), []
                 handler._settle(self.ctx, candidate, cred, "success")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from datetime import time as day_time
 from decimal import Decimal
 
 import pytest
@@ -100,3 +101,29 @@ def _fresh_caches():
     clear_caches()
     yield
     clear_caches()
+
+
+MIDNIGHT_MARGIN = timedelta(minutes=3)  # far more than any test here takes (seconds)
+
+
+def wait_before_test(now: datetime) -> tuple[float, datetime]:
+    """Seconds to wait so that a test starting at `now` (UTC) has MIDNIGHT_MARGIN before the next 00:00 UTC, and
+    that midnight (the end of the test's day)."""
+    midnight = datetime.combine(now.date() + timedelta(days=1), day_time(0), UTC)
+    if midnight - now >= MIDNIGHT_MARGIN:
+        return 0.0, midnight
+    return (midnight - now).total_seconds() + 0.5, midnight + timedelta(days=1)
+
+
+@pytest.fixture(autouse=True)
+def _clear_of_utc_midnight():
+    """Every test runs within one UTC day. Daily, weekly and monthly intervals all turn at 00:00 UTC, so a test
+    whose spend is written before midnight and read after it saw its usage reset (seen once at 23:59:59 in
+    test_e2e.py::test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with). A test that would
+    start closer than MIDNIGHT_MARGIN to the next midnight waits until just past it; one that still runs past the
+    end of its day is reported as such rather than as a wrong figure."""
+    wait, end_of_day = wait_before_test(datetime.now(UTC))
+    if wait:
+        time.sleep(wait)
+    yield
+    assert datetime.now(UTC) < end_of_day, f"the test ran past {end_of_day:%Y-%m-%d %H:%M} UTC"

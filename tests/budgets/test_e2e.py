@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import httpx
@@ -164,6 +165,8 @@ def test_key_limit_change_applies_to_the_next_request(http, org):
 
 
 def test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with(http, org):
+    # The requests and the read share one UTC day (tests/budgets/conftest.py waits past midnight when it is
+    # closer than MIDNIGHT_MARGIN): at 23:59:59 the daily usage reset between the writes and the read.
     response = org.client().patch(
         f"/api/v1/keys/{org.inference_hash}", {"limit": 0.01, "limit_reset": "daily"}, format="json"
     )
@@ -175,6 +178,22 @@ def test_get_key_reports_usage_and_limit_remaining_that_enforcement_agrees_with(
     assert key["limit"] == 0.01 and key["limit_remaining"] == pytest.approx(0.002)
     counter = SpendCounter.objects.get(scope="api-key", scope_id=org.inference_hash, interval="daily")
     assert counter.spent_usd == Decimal("0.008") and counter.reserved_units == 0
+
+
+@pytest.mark.parametrize(
+    ("now", "wait", "end"),
+    [
+        ("2026-11-26T12:00:00", 0.0, "2026-11-27T00:00:00"),
+        ("2026-11-26T23:56:59", 0.0, "2026-11-27T00:00:00"),  # 3 min 1 s left: enough
+        ("2026-11-26T23:59:59", 1.5, "2026-11-28T00:00:00"),  # the flaky run's second: wait into the next day
+        ("2026-11-30T23:58:00", 120.5, "2026-12-02T00:00:00"),  # a month (and week) boundary too
+    ],
+)
+def test_a_budgets_test_never_straddles_utc_midnight(now, wait, end):
+    from tests.budgets.conftest import wait_before_test
+
+    got = wait_before_test(datetime.fromisoformat(now).replace(tzinfo=UTC))
+    assert got == (wait, datetime.fromisoformat(end).replace(tzinfo=UTC))
 
 
 def test_unknown_model_fails_as_without_a_budget_and_is_recorded(http, org):

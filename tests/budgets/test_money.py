@@ -297,3 +297,80 @@ def test_a_json_call_that_failed_after_it_was_sent_is_charged_its_hold(
     assert row.status == "failed" and row.usage_estimated and row.provider == endpoint.provider.slug
     assert row.output_tokens == 64  # the whole output cap: the answer it may have billed
     assert row.cost == hold_of(endpoint, body) and counter(org).spent_usd == row.cost
+
+
+def with_backup(fake, endpoint: Endpoint) -> Endpoint:
+    """A second, dearer provider of the same model that would answer: routing's next candidate."""
+    backup = add_endpoint(
+        endpoint.model.slug,
+        f"money-backup-{endpoint.provider.api_format}",
+        api_format=endpoint.provider.api_format,
+        base_url=fake.base_url,
+        api_key_env=KEY_ENV,
+        prompt_price="0.00002",
+        completion_price="0.00002",
+        upstream_model="good",
+    )
+    Endpoint.objects.filter(pk=backup.pk).update(max_output_tokens=endpoint.max_output_tokens)
+    return backup
+
+
+def assert_charged_its_hold_once(fake, org, endpoint: Endpoint, body: dict, upstream_model: str, error_code: int):
+    """The one Generation row of a call the provider may have billed: failed, on the first provider, its whole
+    output cap, charged its worst case on that endpoint (its hold), the counter exactly that; nothing re-sent."""
+    assert [r.model for r in fake.requests] == [upstream_model]  # the backup ("good") got nothing
+    [row] = generations(1)
+    assert (row.status, row.error_code, row.provider) == ("failed", error_code, endpoint.provider.slug)
+    assert row.usage_estimated and row.output_tokens == 64  # the whole output cap: what it may have billed
+    assert row.cost == hold_of(endpoint, body) > 0
+    spent = counter(org)
+    assert spent.spent_usd == row.cost and spent.reserved_units == 0
+    assert not SpendReservation.objects.exists()
+
+
+@pytest.mark.parametrize("upstream_model", ["slow-first-byte-3000", "slow-first-event-3000"])
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_a_stream_without_its_first_event_in_time_is_charged_its_hold_and_not_re_sent(
+    gateway_server, org, fake, settings, api_format, upstream_model
+):
+    """Was: sent to the next candidate and recorded at $0, although the first provider had the request (no head
+    in time, or a 200 head and no event) and may bill it: the fallback paid twice, the first bill unrecorded."""
+    settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = 0.3
+    endpoint = priced(fake, upstream_model, api_format=api_format, max_output_tokens=64)
+    with_backup(fake, endpoint)
+    body = {"model": endpoint.model.slug, "input": "hello there", "stream": True}
+    put_budget(org, "daily", 5)
+    with httpx.Client(timeout=30) as client:
+        headers = {"Authorization": f"Bearer {org.inference_key}"}
+        response = client.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers)
+    assert response.status_code == 524, response.text
+    assert response.headers["content-type"].startswith("application/json")  # nothing was streamed yet
+    error = response.json()["error"]
+    assert error["code"] == 524 and error["metadata"]["error_type"] == "timeout"
+    assert error["metadata"]["provider_name"] == endpoint.provider.slug
+    assert_charged_its_hold_once(fake, org, endpoint, body, upstream_model, 524)
+
+
+@pytest.mark.parametrize(
+    ("upstream_model", "stream"),
+    [("garbage-json", False), ("garbage-json", True), ("malformed-sse", True)],
+    # 200 application/json that is not JSON (also to a stream request); a 200 stream whose frame is not JSON
+)
+@pytest.mark.parametrize("api_format", FORMATS)
+def test_a_200_answer_that_cannot_be_read_is_charged_its_hold_and_not_re_sent(
+    gateway_server, org, fake, api_format, upstream_model, stream
+):
+    """Was: sent to the next candidate and recorded at $0, although the provider answered success (it did the
+    work and may bill it)."""
+    endpoint = priced(fake, upstream_model, api_format=api_format, max_output_tokens=64)
+    with_backup(fake, endpoint)
+    body = {"model": endpoint.model.slug, "input": "hello there", "stream": stream}
+    put_budget(org, "daily", 5)
+    with httpx.Client(timeout=30) as client:
+        headers = {"Authorization": f"Bearer {org.inference_key}"}
+        response = client.post(f"{gateway_server.url}/api/v1/responses", json=body, headers=headers)
+    assert response.status_code == 502, response.text  # before any event: the envelope, even to a stream
+    error = response.json()["error"]
+    assert error["code"] == 502 and "malformed upstream" in error["message"]
+    assert error["metadata"]["provider_name"] == endpoint.provider.slug
+    assert_charged_its_hold_once(fake, org, endpoint, body, upstream_model, 502)

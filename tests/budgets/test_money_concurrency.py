@@ -3,7 +3,8 @@
 80 requests at once, alternating between two uvicorn processes sharing the database, against a workspace
 budget, a key limit and a guardrail limit that each admit about a dozen worst cases. The fake provider bills
 by size (tests/fakes/fake_upstream.py) and writes to the output cap it is sent; the mix (seeded): JSON and
-streamed requests on the three wire formats, one of which answers without usage; json_schema bodies, image
+streamed requests on the three wire formats, one of which answers without usage; providers that fail after
+they had the request (a 200 that is not JSON; no answer or first event in time); json_schema bodies, image
 parts and tools; a quarter of the clients go away while their request is in flight (a stream after 0 to 6
 deltas, a JSON request 0 to 0.6 s after the provider got it). Afterwards every counter and the sum of
 the Generation costs of every limit's scope are within that limit, no hold is left, and `budgets_reconcile`
@@ -36,6 +37,14 @@ MODELS = {  # slug -> (wire format, upstream model)
     "mix/chat-no-usage": ("openai-chat", "no-usage/slow-stream-120"),
     "mix/messages": ("anthropic-messages", "slow-stream-120"),
 }
+# Providers that fail after they had the request, which they may bill (charged the hold, not re-sent): a 200 that
+# is not JSON (JSON and stream requests), and an answer not in time (its provider's limits are 0.4 s: a JSON
+# answer past `total`, a stream's first event past `first_byte`). About one request in eight, and requests 0-3.
+FAULTY = {
+    "mix/garbage": ("openai-chat", "garbage-json"),
+    "mix/late": ("anthropic-messages", "slow-first-event-3000"),
+}
+LATE_LIMITS = {"first_byte": 0.4, "total": 0.4}
 SCHEMA = {
     "format": {
         "type": "json_schema",
@@ -51,16 +60,17 @@ TOOLS = [{"type": "function", "name": "lookup", "description": "Look it up", "pa
 def mixed_endpoints(fake_upstream):
     fake_upstream.billing = "size"
     fake_upstream.reply_pieces = ["word "] * 8
-    for slug, (api_format, upstream) in MODELS.items():
+    for slug, (api_format, upstream) in {**MODELS, **FAULTY}.items():
         endpoint = add_endpoint(
             slug,
-            f"p-{api_format}",
+            f"p-{slug.split('/')[1]}",
             api_format=api_format,
             base_url=fake_upstream.base_url,
             api_key_env="FAKE_UPSTREAM_KEY",
             prompt_price="0.000001",
             completion_price="0.00001",
             upstream_model=upstream,
+            timeouts=LATE_LIMITS if slug == "mix/late" else {},
         )
         Endpoint.objects.filter(pk=endpoint.pk).update(max_output_tokens=40, max_image_tokens=1000)
     return fake_upstream
@@ -69,7 +79,10 @@ def mixed_endpoints(fake_upstream):
 def body(rng: random.Random, index: int) -> dict:
     text = f"Request {index}. " + "Tell me about money. " * rng.randint(1, 30)
     content = [{"type": "input_text", "text": text}] + ([IMAGE] if rng.random() < 0.3 else [])
-    out = {"model": rng.choice(list(MODELS)), "input": [{"role": "user", "content": content}]}
+    model = rng.choice(list(MODELS)) if rng.random() >= 0.125 else rng.choice(list(FAULTY))
+    if index < 4:  # among the first sent: admitted before the limits fill up
+        model = list(FAULTY)[index % 2]
+    out = {"model": model, "input": [{"role": "user", "content": content}]}
     if rng.random() < 0.3:
         out["text"] = SCHEMA
     if rng.random() < 0.2:
@@ -135,7 +148,7 @@ async def fire(urls: list[str], key: str, fake) -> list[str]:
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=REQUESTS)) as client:
         for index in range(REQUESTS):
             payload, url = body(rng, index), urls[index % 2]
-            if rng.random() >= 0.25:
+            if rng.random() >= 0.25 or index < 4:  # the first four (faulty providers) stay for their failure
                 calls.append(one(client, url, key, payload, None, fake, index))
             elif payload["stream"]:
                 calls.append(one(client, url, key, payload, rng.randint(0, 6), fake, index))
@@ -184,12 +197,16 @@ def test_mixed_traffic_on_two_processes_never_records_spend_above_a_limit(two_ga
 
     outcomes = asyncio.run(fire(two_gateways, org.inference_key, mixed_endpoints))
 
-    assert set(outcomes) <= {"200", "402", "left"}, outcomes
+    assert set(outcomes) <= {"200", "402", "502", "524", "left"}, outcomes
     assert outcomes.count("200") >= 5 and outcomes.count("402") >= 10, outcomes
     wait_quiet()
     rows = list(Generation.objects.all())
     assert len(rows) >= outcomes.count("200")
     assert any(r.usage_estimated and r.status == "completed" for r in rows)  # answers without usage
+    # failed after the provider had it (a 200 not JSON, no answer or first event in time): charged, estimated
+    faulty = [r for r in rows if r.status == "failed"]
+    assert faulty and all(r.usage_estimated and r.cost > 0 and r.error_code in (502, 524) for r in faulty), outcomes
+    assert {r.model for r in faulty} <= set(FAULTY)
     # clients that went away mid-flight (which of the JSON and streamed leavers were admitted varies by run)
     assert any(r.status == "cancelled" for r in rows), outcomes
     limits = {

@@ -288,8 +288,9 @@ async def test_no_first_byte_in_time_is_timeout(fake_upstream, api_format, strea
         await (run_stream(adapter, call) if stream else adapter.complete(call))
     assert caught.value.kind is ProviderErrorKind.TIMEOUT
     assert caught.value.before_first_event is True
-    # A JSON call that was sent may be billed: routing must not send it to another provider.
-    assert caught.value.retryable is stream
+    # A call that was sent may be billed (a JSON answer not complete in time, a stream without its first event
+    # in time): routing must not send it to another provider.
+    assert caught.value.maybe_billed and not caught.value.retryable
     assert time.monotonic() - started < 2
 
 
@@ -333,6 +334,7 @@ async def test_malformed_sse_is_server(fake_upstream, api_format):
     assert error.kind is ProviderErrorKind.SERVER
     assert "malformed" in error.message
     assert error.before_first_event is (not events)
+    assert error.maybe_billed and not error.retryable  # a 200 stream the provider may bill: not re-sent
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -344,6 +346,7 @@ async def test_garbage_json_is_server(fake_upstream, api_format, stream):
         await (run_stream(adapter, call) if stream else adapter.complete(call))
     assert caught.value.kind is ProviderErrorKind.SERVER
     assert caught.value.before_first_event is True
+    assert caught.value.maybe_billed and not caught.value.retryable  # a 200 answer the provider may bill
 
 
 @pytest.mark.parametrize(

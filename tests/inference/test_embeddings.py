@@ -152,6 +152,35 @@ def test_upstream_errors_map_like_responses(sdk, upstream_embed, fake_upstream):
     assert caught.value.status_code == 502
 
 
+@pytest.mark.parametrize("upstream_model", ["garbage-json", "slow-first-byte-3000"])
+def test_a_call_the_provider_may_bill_is_charged_and_not_sent_again(
+    gateway_server, org, echo_catalog, fake_upstream, settings, upstream_model, monkeypatch
+):
+    # A 200 that is not JSON, or no answer within the total limit after the send: the provider may bill it, so
+    # it is charged its input bound (marked estimated) and not sent to the model's next endpoint (paying twice).
+    settings.GATEWAY_UPSTREAM_TOTAL_TIMEOUT = 0.5
+    monkeypatch.setenv("FAKE_EMBED_KEY", KEY)
+    base = {"api_format": "openai-chat", "base_url": fake_upstream.base_url, "api_key_env": "FAKE_EMBED_KEY"}
+    embedding_model("fake/flaky-embed", "flaky-embed", upstream_model=upstream_model, prompt_price=PRICE, **base)
+    embedding_model("fake/flaky-embed", "backup-embed", upstream_model="good", prompt_price="0.000001", **base)
+    response = org.client().put(
+        f"/api/v1/workspaces/{org.workspace.slug}/budgets/daily", {"limit_usd": 1}, format="json"
+    )
+    assert response.status_code == 200
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as http:
+        body = {"model": "fake/flaky-embed", "input": ["12345678", "abcd"]}
+        answer = http.post("/embeddings", json=body, headers={"Authorization": f"Bearer {org.inference_key}"})
+    assert answer.status_code == (502 if upstream_model == "garbage-json" else 524), answer.text
+    assert answer.json()["error"]["metadata"]["provider_name"] == "flaky-embed"
+    assert [r.model for r in fake_upstream.requests] == [upstream_model]  # the backup ("good") got nothing
+    [row] = generations(1)
+    assert (row.status, row.provider, row.usage_estimated, row.input_tokens) == ("failed", "flaky-embed", True, 12)
+    assert row.cost == Decimal(PRICE) * 12
+    wait_idle()
+    counter = SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval="daily")
+    assert counter.spent_usd == row.cost and counter.reserved_units == 0
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -170,12 +170,17 @@ def test_stream_falls_back_before_first_byte(http, upstream):
     assert events[-2]["response"]["usage"]["input_tokens_details"]["cached_tokens"] == 4
 
 
-def test_malformed_stream_before_any_event_falls_back(http, upstream):
+def test_malformed_stream_before_any_event_is_charged_and_not_sent_again(http, upstream):
+    # Was: it fell back to the next provider, uncharged. The provider answered 200 and began the stream: it may
+    # bill the request, so it is charged its hold and not sent elsewhere (docs/budgets.md).
     endpoint("t/model", "p-bad", "malformed-sse", upstream, price="0.000001")
     endpoint("t/model", "p-good", "good", upstream, price="0.000002")
-    events = sse_events(http.post("/responses", json={"model": "t/model", "input": "hi", "stream": True}).text)
-    assert events[-2]["type"] == "response.completed"
-    assert [r.model for r in upstream.requests] == ["malformed-sse", "good"]
+    response = http.post("/responses", json={"model": "t/model", "input": "hi", "stream": True})
+    assert response.status_code == 502, response.text
+    assert "malformed upstream" in response.json()["error"]["message"]
+    assert [r.model for r in upstream.requests] == ["malformed-sse"]
+    [row] = generations(1)
+    assert (row.status, row.provider, row.usage_estimated) == ("failed", "p-bad", True) and row.cost > 0
 
 
 @pytest.mark.parametrize("upstream_model", ["cut-stream", "error-event"])

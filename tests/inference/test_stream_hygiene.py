@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 
 KEY = "sk-platform-hygiene-0123456789"
@@ -70,11 +71,14 @@ def test_keep_alive_comments_while_the_upstream_is_silent(raw, path):
     assert row.status == "completed" and row.ttft_ms >= 600
 
 
-def test_fallback_still_works_after_keep_alive_started_the_stream(raw, settings):
+def test_fallback_still_works_after_keep_alive_started_the_stream(raw, settings, fake_upstream):
+    # The first model answers 503 (overloaded) after 0.6 s, when keep-alive comments went out already: the next
+    # model still answers. (A model with no head or first event in time is not re-sent: its provider had the
+    # request and may bill it; test_failure_after_keep_alive_is_the_formats_in_stream_error.)
     client, add = raw
-    settings.GATEWAY_UPSTREAM_FIRST_BYTE_TIMEOUT = 0.5
-    hanging, healthy = add("hang"), add("fake-model")
-    body = {"models": [hanging, healthy], "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    fake_upstream.model_scripts["slow-first-byte-600"] = [Reply(fail_status=503)]
+    failing, healthy = add("slow-first-byte-600"), add("fake-model")
+    body = {"models": [failing, healthy], "messages": [{"role": "user", "content": "hi"}], "stream": True}
     response = client.post("/chat/completions", json=body)
     frames = [f for f in response.text.split("\n\n") if f]
     assert frames[0] == ": keep-alive" and frames[-1] == "data: [DONE]"
