@@ -182,14 +182,31 @@ def _upsert(model, params: list[list]) -> None:
 
 
 def _upsert_postgresql(writes: list[tuple]) -> None:
-    """Every tier's rows in one statement (`_upsert_json_sql`); `writes` is [(model, totals), ...]."""
+    """Every tier's rows in one statement (`_upsert_json_sql`); `writes` is [(model, totals), ...].
+
+    Inside the accounting transaction the savepoint that keeps a failed rollup from taking the Generation rows
+    with it is sent with the statement, as one query (`SAVEPOINT; INSERT ...; RELEASE SAVEPOINT`, values bound
+    client-side: psycopg sends several statements together only so): one round trip instead of three. On an
+    error the savepoint is rolled back here and the error raised as Django's (the caller logs it)."""
     import psycopg
 
-    connection.ensure_connection()
     statement = _upsert_json_sql(tuple(model for model, _ in writes))
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        # No prepared statement (pgbouncer's transaction mode).
-        cursor.execute(statement, [_json_rows(totals) for _, totals in writes])
+    params = [_json_rows(totals) for _, totals in writes]
+    if not connection.in_atomic_block:  # a caller outside any transaction: Django's savepoint handling
+        with transaction.atomic():
+            connection.ensure_connection()
+            with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+                cursor.execute(statement, params)  # no prepared statement (pgbouncer's transaction mode)
+        return
+    with connection.wrap_database_errors, psycopg.ClientCursor(connection.connection) as cursor:
+        try:
+            cursor.execute(f"SAVEPOINT {_SAVEPOINT}; {statement}; RELEASE SAVEPOINT {_SAVEPOINT}", params)
+        except psycopg.Error:
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+            raise
+
+
+_SAVEPOINT = "analytics_rollup"
 
 
 TIERS = (UsageRollup, UsageDailyRollup)
@@ -205,10 +222,10 @@ def rollup_generations(rows: list, tiers: tuple = TIERS) -> None:
     if UsageDailyRollup in tiers:
         writes.append((UsageDailyRollup, daily_sums(hourly)))
     try:
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                _upsert_postgresql(writes)
-            else:
+        if connection.vendor == "postgresql":
+            _upsert_postgresql(writes)
+        else:
+            with transaction.atomic():
                 for model, totals in writes:
                     _upsert(model, _params(totals))
     except DatabaseError:

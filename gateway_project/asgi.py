@@ -53,3 +53,8 @@ application = ProtocolTypeRouter(
         "lifespan": lifespan,
     }
 )
+
+# The startup heap frozen, young collections less frequent (gateway_project/gc_tuning.py).
+from gateway_project import gc_tuning  # noqa: E402
+
+gc_tuning.tune()

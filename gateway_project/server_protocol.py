@@ -32,14 +32,72 @@ def _response(status: int, reason: str, message: str) -> bytes:
     return head.encode() + body
 
 
+class CoalescingTransport:
+    """The connection's transport, with the writes made in one turn of the event loop sent in one system call.
+
+    uvicorn writes a response's head when the application sends `http.response.start` and its body on
+    `http.response.body`: two `send` system calls per JSON answer, each a full pass through the loopback
+    TCP stack. Here the first write of a turn is kept and sent, joined with the writes that follow it in
+    the same turn, by a callback at the start of the next turn (microseconds later). `close()` sends what
+    is kept first; `abort()` drops it, as the transport's own abort drops its buffer.
+    """
+
+    __slots__ = ("_buffer", "_loop", "_scheduled", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._buffer: list[bytes] = []
+        self._scheduled = False
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._buffer.append(data)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def writelines(self, lines) -> None:
+        for data in lines:
+            self.write(data)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        buffer = self._buffer
+        if not buffer:
+            return
+        self._buffer = []
+        if not self.transport.is_closing():
+            self.transport.write(buffer[0] if len(buffer) == 1 else b"".join(buffer))
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self._buffer = []
+        self.transport.abort()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def __getattr__(self, name: str):
+        return getattr(self.transport, name)
+
+
 class GatewayHttpProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol with a head size limit (431) and a request read deadline (408)."""
+    """HttpToolsProtocol with a head size limit (431), a request read deadline (408), and the writes of one
+    event-loop turn sent together (`CoalescingTransport`: one system call for a JSON answer's head and body)."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._head_bytes = 0
         self._reading_head = True
         self._read_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(CoalescingTransport(transport, self.loop))
 
     def data_received(self, data: bytes) -> None:
         if self._reading_head:

@@ -299,6 +299,8 @@ GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS",
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)
+# Thresholds of the garbage collector in a serving process (gateway_project/gc_tuning.py; empty: Python's 700,10,10).
+GATEWAY_GC_THRESHOLDS = [int(v) for v in env.list("GATEWAY_GC_THRESHOLDS", default=["20000", "20", "20"]) if v]
 
 # GET /health/ready: time limit, in seconds, of each check (database query, Redis PING).
 GATEWAY_HEALTH_TIMEOUT_SECONDS = env.float("GATEWAY_HEALTH_TIMEOUT_SECONDS", default=2.0)

@@ -64,3 +64,27 @@ def test_a_mixed_batch_adds_what_a_rebuild_computes(org):
         rebuild_day(day)
     assert _rollup_rows() == kept
     assert _rollup_rows(daily=True) == kept_daily
+
+
+def test_a_failed_rollup_keeps_the_generation_rows_and_the_transaction(org, monkeypatch, caplog):
+    from analytics import rollup
+    from analytics.models import UsageRollup
+    from inference.accounting import insert_generations
+    from inference.models import Generation
+
+    def failing_values(model, rows: int) -> str:
+        return f"SELECT * FROM no_such_rollup_table WHERE 1 IN ({', '.join(['%s'] * rows * 37)})"
+
+    def failing_json(models: tuple) -> str:
+        return "SELECT * FROM no_such_rollup_table WHERE " + " AND ".join(["%s::text IS NULL"] * len(models))
+
+    monkeypatch.setattr(rollup, "_upsert_sql", failing_values)
+    monkeypatch.setattr(rollup, "_upsert_json_sql", failing_json)
+    first, second = _batch(org, datetime.now(UTC))[:5], _batch(org, datetime.now(UTC))[:5]
+    with transaction.atomic():  # as the accounting writer: rows, rollup (fails), then more statements
+        insert_generations(first)
+        rollup.rollup_generations(first)
+        insert_generations(second)
+    assert Generation.objects.filter(id__in=[row.id for row in first + second]).count() == 10
+    assert not UsageRollup.objects.exists()
+    assert "usage rollup of 5 generation rows failed" in caplog.text

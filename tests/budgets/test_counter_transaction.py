@@ -8,6 +8,7 @@ from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
@@ -98,3 +99,15 @@ def test_three_limits_all_or_nothing_and_the_refusing_one_is_named():
     assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [30_000_000_000] * 3
     with pytest.raises(counters.LimitExceeded):  # a free request needs the limit not to be reached
         counters.spend_reserve(limits=three, amount_units=0, now=now)
+
+
+def test_the_reservation_row_records_the_request_its_counters_and_its_times():
+    now = timezone.now()
+    hold = counters.spend_reserve(
+        limits=limits("10", "10"), amount_units=counters.usd_to_units(Decimal("1")), now=now, request_id="req-Ünï-42"
+    )
+    row = SpendReservation.objects.get(id=hold.reservation_id)
+    assert row.request_id == "req-Ünï-42" and row.amount_units == 10_000_000_000
+    assert sorted(row.counter_ids) == sorted(hold.counter_ids)
+    assert row.created_at == now
+    assert (row.expires_at - now).total_seconds() == pytest.approx(settings.GATEWAY_BUDGET_RESERVATION_TTL)
