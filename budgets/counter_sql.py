@@ -169,6 +169,44 @@ async def hold_all_async(
     return reservation_id, [counter_id for counter_id, _, _ in checks].index(refused_id)
 
 
+_SETTLE_CALL = b"SELECT budgets_spend_settle_v1($1, $2, $3, $4, $5, $6)"
+
+
+def _array(values) -> bytes:
+    return ("{" + ",".join(values) + "}").encode()
+
+
+def settle_statement(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> tuple[bytes, list]:
+    """The one-statement settlement of migration budgets/0004 and its parameters as text: `settlements` are
+    (reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
+    owners: list[str] = []
+    counter_ids: list[str] = []
+    for index, (_, _, _, _, counters) in enumerate(settlements, start=1):
+        for counter_id in counters:
+            owners.append(str(index))
+            counter_ids.append(str(int(counter_id)))
+    return _SETTLE_CALL, [
+        _array(str(reservation_id) for reservation_id, _, _, _, _ in settlements),
+        _array(str(int(amount)) for _, amount, _, _, _ in settlements),
+        _array(str(int(cost)) for _, _, cost, _, _ in settlements),
+        _array("t" if is_byok else "f" for _, _, _, is_byok, _ in settlements),
+        _array(owners),
+        _array(counter_ids),
+    ]
+
+
+async def settle_all_async(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> int:
+    """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0004) over
+    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed."""
+    from gateway_project import fast_pg
+    from gateway_project.db_deadline import deadline_seconds
+
+    statement, params = settle_statement(settlements)
+    result = await fast_pg.client().query(statement, params, deadline_seconds())
+    value = result.get_value(0, 0)
+    return 0 if value is None else int(value)
+
+
 def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at) -> int | None:
     import psycopg
 

@@ -297,6 +297,16 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
             sql.apply_totals(cursor, counter_id=counter_id, release=release, spent=spent, byok_spent=byok_spent)
 
 
+async def spend_settle_many_async(settlements: list[Settlement]) -> None:
+    """`spend_settle_many` on PostgreSQL as one statement sent from the event loop (budgets/counter_sql.py
+    `settle_all_async`, the function of migration budgets/0004): the same arithmetic, one round trip."""
+    if not settlements:
+        return
+    await sql.settle_all_async(
+        [(s.hold.reservation_id, s.hold.amount_units, s.cost_units, s.is_byok, s.hold.counter_ids) for s in settlements]
+    )
+
+
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:
     """Charge the holds whose request never settled (its process died) as spent, at the hold amount (what the
     provider may have billed, at most), and mark them reaped; returns how many were charged."""

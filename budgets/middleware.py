@@ -37,7 +37,7 @@ logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = db_reader(workspace_spend_limits)
 _reserve_on_thread = in_db_thread(spend_reserve)
-_settle = in_db_thread(spend_settle)
+_settle_on_thread = in_db_thread(spend_settle)
 
 
 async def _reserve(**kwargs) -> Hold:
@@ -47,6 +47,14 @@ async def _reserve(**kwargs) -> Hold:
     if loop_client_usable() and kwargs["now"].tzinfo is not None:
         return await counters.spend_reserve_async(**kwargs, on_thread=_reserve_on_thread)
     return await _reserve_on_thread(**kwargs)
+
+
+async def _settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
+    """One settlement on its own (a hold released because its client went away), sent like the hold."""
+    if loop_client_usable():
+        await counters.spend_settle_many_async([Settlement(hold=hold, cost_units=cost_units, is_byok=is_byok)])
+    else:
+        await _settle_on_thread(hold=hold, cost_units=cost_units, is_byok=is_byok)
 
 
 def clear_caches() -> None:

@@ -47,6 +47,7 @@ _PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
 _FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _BAD = pq.ConnStatus.BAD
+_SEVERITY = pq.DiagnosticField.SEVERITY_NONLOCALIZED
 _APPLICATION_NAME = "gateway-data-plane"
 
 # Django's connection parameters that are not libpq's.
@@ -169,12 +170,15 @@ class _Connection:
         future = self.pending.popleft()
         result = results[-1]
         error = _result_error(result, self.pgconn)
-        if future.done():  # its caller gave up (cancelled, or past its deadline)
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
+        if not future.done():  # else its caller gave up (cancelled, or past its deadline)
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+        if error is not None and result.error_field(_SEVERITY) in (b"FATAL", b"PANIC"):
+            # The server ends the session after a fatal error (pg_terminate_backend, a shutdown): the statements
+            # still waiting fail now, and the next call opens a new connection.
+            self.broken(django_db.OperationalError(f"the database ended the connection: {error}"))
 
     def broken(self, error: Exception) -> None:
         """Close this connection; every statement waiting on it fails with `error`."""
