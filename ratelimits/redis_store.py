@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from django.conf import settings
+from redis.exceptions import NoScriptError
 
 from gateway_project import fast_redis
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
@@ -103,6 +104,37 @@ return 0
 _clients: dict[int, Any] = {}
 
 
+class _Plan:
+    """What does not change between checks of one set of limits: the script's keys and fixed arguments."""
+
+    __slots__ = ("check_head", "check_tail", "keys", "limits", "settle_keys")
+
+    def __init__(self, limits: list[RateLimit], sha: str) -> None:
+        self.limits = limits
+        self.keys = []
+        for limit in limits:
+            self.keys += [f"gateway:rl:{limit.key}:log", f"gateway:rl:{limit.key}:tokens"]
+        self.settle_keys = [f"gateway:rl:{limit.key}:tokens" for limit in limits]
+        # EVALSHA sha numkeys KEYS... window [request id, tokens] rpm1 tpm1 rpm2 tpm2
+        self.check_head = ("EVALSHA", sha, len(self.keys), *self.keys, WINDOW_MS)
+        self.check_tail = tuple(
+            v for limit in limits for v in (limit.requests_per_minute or 0, limit.tokens_per_minute or 0)
+        )
+
+
+_plans: dict[int, _Plan] = {}
+
+
+def _plan(limits: list[RateLimit], sha: str) -> _Plan:
+    """The plan of `limits` (cached by identity: limits_of returns the same list for an unchanged key)."""
+    plan = _plans.get(id(limits))
+    if plan is None or plan.limits is not limits:
+        if len(_plans) > 4096:
+            _plans.clear()
+        plan = _plans[id(limits)] = _Plan(limits, sha)
+    return plan
+
+
 def _scripts():
     """(client, check script, settle script) of the running event loop (a client cannot be shared between loops).
 
@@ -137,31 +169,42 @@ def _fast_script(client: fast_redis.FastRedis, source: str):
     return run
 
 
-def _keys(limits: list[RateLimit]) -> list[str]:
-    keys = []
-    for limit in limits:
-        keys += [f"gateway:rl:{limit.key}:log", f"gateway:rl:{limit.key}:tokens"]
-    return keys
+CHECK_SHA = fast_redis.script_sha(CHECK)
+SETTLE_SHA = fast_redis.script_sha(SETTLE)
 
 
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
-    """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come."""
-    _, script, _ = _scripts()
-    args: list[Any] = [WINDOW_MS, request_id, tokens]
-    for limit in limits:
-        args += [limit.requests_per_minute or 0, limit.tokens_per_minute or 0]
-    result = await script(keys=_keys(limits), args=args)
-    refused, dimension, retry = int(result[0]), result[1], int(result[2])
+    """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come.
+
+    On the lean client, when its connection is open, the command is queued and its reply awaited as one future
+    (no coroutine below this one, no task): a caller cancelled meanwhile does not unsend it, and an entry it
+    admitted stays held at its estimate until it leaves the window (the safe side)."""
+    client, script, _ = _scripts()
+    plan = _plan(limits, CHECK_SHA)
+    future = None
+    if isinstance(client, fast_redis.FastRedis):
+        future = client.send(*plan.check_head, request_id, tokens, *plan.check_tail)
+    if future is not None:
+        try:
+            result = await future
+        except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
+            result = await client.call("EVAL", CHECK, *plan.check_head[2:], request_id, tokens, *plan.check_tail)
+    else:
+        args: list[Any] = [WINDOW_MS, request_id, tokens, *plan.check_tail]
+        result = await script(keys=plan.keys, args=args)
+    refused, retry = result[0], result[2]
     states = [
-        ScopeState(limit, int(result[3 + 3 * i]), int(result[4 + 3 * i]), int(result[5 + 3 * i]))
-        for i, limit in enumerate(limits)
+        ScopeState(limit, result[3 + 3 * i], result[4 + 3 * i], result[5 + 3 * i]) for i, limit in enumerate(limits)
     ]
+    if not refused:
+        return Decision(True, states, None, "", 0, tokens, "redis")
+    dimension = result[1]
     return Decision(
-        admitted=refused == 0,
+        admitted=False,
         states=states,
-        refused=limits[refused - 1] if refused else None,
+        refused=limits[refused - 1],
         dimension=dimension.decode() if isinstance(dimension, bytes) else dimension,
-        retry_after_ms=retry,
+        retry_after_ms=int(retry),
         tokens=tokens,
         store="redis",
     )
@@ -172,3 +215,15 @@ async def settle(limits: list[RateLimit], request_id: str, tokens: int) -> None:
     _, _, script = _scripts()
     keys = [f"gateway:rl:{limit.key}:tokens" for limit in limits]
     await script(keys=keys, args=[request_id, tokens])
+
+
+def settle_nowait(limits: list[RateLimit], request_id: str, tokens: int, on_error) -> bool:
+    """`settle` queued on the lean client's open connection, its reply not awaited (`on_error(exception)` gets a
+    failure); False when that is not possible (TLS client, no connection open): then await `settle`."""
+    client, _, _ = _scripts()
+    if not isinstance(client, fast_redis.FastRedis):
+        return False
+    plan = _plan(limits, CHECK_SHA)
+    return client.send_nowait(
+        ("EVALSHA", SETTLE_SHA, len(plan.settle_keys), *plan.settle_keys, request_id, tokens), on_error
+    )
