@@ -116,19 +116,19 @@ def _settle_in_task(decision: Decision, limits: list[RateLimit], request_id: str
 
 
 def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task | None:
-    """`settle` without waiting for it. In Redis: nothing when the request used what it held, else the script
-    queued on the open connection, its reply not awaited (a failure is logged; the hold stays, the safe side).
-    Otherwise (database, TLS client, no connection open) `settle` in a task, returned for the caller to await."""
+    """`settle` without waiting for it. In Redis: nothing when the request used what it held, else carried by
+    this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
+    the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
     if decision.store == "redis":
         if tokens == decision.tokens:
             return None
 
         def failed(error: Exception) -> None:
-            if isinstance(error, NoScriptError):  # the server forgot the script: settle again with EVAL
+            if isinstance(error, (NoScriptError, redis_store.Resend)):  # not run: settle again on its own
                 _settle_in_task(decision, limits, request_id, tokens)
             else:
                 _log_settle_failure(request_id, tokens, error)
 
-        if redis_store.settle_nowait(limits, request_id, tokens, failed):
+        if redis_store.settle_later(limits, request_id, tokens, failed):
             return None
     return _settle_in_task(decision, limits, request_id, tokens)
