@@ -39,7 +39,7 @@ def reference(body: bytes) -> list[ServerSentEvent]:
 
 def decode(body: bytes, cuts: list[int]) -> list[ServerSentEvent]:
     decoder, events, start = SSEDecoder(), [], 0
-    for cut in sorted({c % (len(body) + 1) for c in cuts}) + [len(body)]:
+    for cut in [*sorted({c % (len(body) + 1) for c in cuts}), len(body)]:
         events += decoder.feed(body[start:cut])
         start = cut
     return events + decoder.flush()
