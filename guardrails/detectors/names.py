@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from guardrails.detectors.textindex import anchored_finditer, folded, occurrences
+
 Span = tuple[int, int]
 
 _UPPER = "A-ZÀ-ÖØ-Þ"
@@ -39,6 +41,9 @@ _HONORIFIC_HINTS = ("Mr", "Ms", "Mx", "Miss", "Dr", "Prof", "Sir", "Dame", "Mad"
                     "Rev", "Fr")  # fmt: skip
 _CUE_HINTS = ("name", "i am", "i'm", "this is", "call me", "signed", "regards", "sincerely", "cheers", "patient",
               "customer", "contact")  # fmt: skip
+# How each alternative of _CUE begins (lower case): a cue match starts where one of these occurs in folded(text).
+_CUE_STARTS = ("my name", "i am", "i'm", "this is", "call me", "signed", "regards,", "sincerely,", "cheers,", "name",
+               "patient", "customer", "contact")  # fmt: skip
 
 _COMMON = frozenset(
     """
@@ -88,11 +93,13 @@ def find_person_names(text: str) -> list[Span]:
     if not text or text.islower():
         return []
     spans: list[Span] = []
+    # An honorific match starts where one of the hints (each alternative's first letters) occurs in the text.
     if any(hint in text for hint in _HONORIFIC_HINTS):
-        spans += [m.span(1) for m in _HONORIFIC.finditer(text) if _surname_ok(m.group(1).split()[-1])]
-    lowered = text.lower()
-    if any(hint in lowered for hint in _CUE_HINTS):
-        for m in _CUE.finditer(text):
+        matches = anchored_finditer(_HONORIFIC, text, occurrences(text, _HONORIFIC_HINTS))
+        spans += [m.span(1) for m in matches if _surname_ok(m.group(1).split()[-1])]
+    lower = text.lower()
+    if any(hint in lower for hint in _CUE_HINTS):
+        for m in anchored_finditer(_CUE, text, occurrences(folded(text), _CUE_STARTS)):
             first = m.group(1).split()[0]
             if first[0].isupper() and first in given_names() and first not in _COMMON:
                 spans.append(m.span(1))
