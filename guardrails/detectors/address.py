@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
+from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts, occurrences
 
 Span = tuple[int, int]
 
@@ -46,7 +46,20 @@ _FRENCH = re.compile(
 
 
 _GERMAN_HINTS = ("stra", "str.", "weg", "platz", "gasse", "allee", "ring", "damm", "ufer", "chaussee")
+# A German match has a street word followed (after an optional capitalized word) by whitespace and the house
+# number: the full expression only runs when that sequence occurs, tried where the street words occur.
+_GERMAN_WORDS = ("straße", "strasse", "str.", "weg", "platz", "gasse", "allee", "ring", "damm", "ufer", "chaussee",
+                 "Straße", "Strasse", "Str.", "Weg", "Platz", "Gasse", "Allee", "Ring", "Damm")  # fmt: skip
+_GERMAN_NUMBER = re.compile(
+    r"(?:straße|strasse|str\.|weg|platz|gasse|allee|ring|damm|ufer|chaussee|Straße|Strasse|Str\.|Weg|Platz|Gasse|"
+    r"Allee|Ring|Damm)(?:\s+[A-ZÄÖÜ][\wäöüß-]*)?\s+\d"
+)
 _FRENCH_HINTS = ("rue", "av", "bd", "boulevard", "place", "chemin", "allée", "impasse", "quai", "cours")
+
+
+def _german_number(text: str) -> bool:
+    match = _GERMAN_NUMBER.match
+    return any(match(text, start) for start in occurrences(text, _GERMAN_WORDS))
 
 
 def find_addresses(text: str) -> list[Span]:
@@ -57,7 +70,7 @@ def find_addresses(text: str) -> list[Span]:
     spans: list[Span] = [m.span() for m in anchored_finditer(_STREET, text, starts)]
     if "box" in lower:
         spans += [m.span() for m in _PO_BOX.finditer(text)]
-    if any(hint in lower for hint in _GERMAN_HINTS):
+    if any(hint in lower for hint in _GERMAN_HINTS) and _german_number(text):
         spans += [m.span() for m in _GERMAN.finditer(text)]
     if any(hint in lower for hint in _FRENCH_HINTS):
         spans += [m.span() for m in anchored_finditer(_FRENCH, text, starts)]

@@ -39,9 +39,10 @@ _CUES = (
 )  # fmt: skip
 
 # Words each phrase cannot match without (one of each group must occur in the folded text), in _PHRASES order;
-# the first group holds the words the phrase starts with. A phrase whose words are missing cannot match
-# anywhere, and an alternation without the branches that cannot match finds exactly what the whole one finds;
-# most texts leave no phrase, long ones one or two, and those are tried only where their first words occur.
+# the first group holds the words the phrase starts with (checked last: the others are rarer). A phrase whose
+# words are missing cannot match anywhere, and an alternation without the branches that cannot match finds
+# exactly what the whole one finds; most texts leave no phrase, long ones one or two, and those are tried
+# only where their first words occur.
 _VERBS_OVERRIDE = ("ignore", "disregard", "forget", "skip", "bypass", "override", "overrule", "drop", "abandon",
                    "discard")  # fmt: skip
 _RULE_WORDS = ("instruction", "prompt", "rules", "direction", "guideline", "guardrail", "constraint", "context",
@@ -50,12 +51,12 @@ _REQUIRED: tuple[tuple[tuple[str, ...], ...], ...] = (
     (_VERBS_OVERRIDE, _RULE_WORDS),
     (("ignore", "disregard", "forget"), ("everything", "all", "anything")),
     (("reveal", "show", "print", "display", "repeat", "output", "leak", "tell", "give", "what"),
-     ("system", "instructions", "initial", "developer"), ("prompt", "message", "instructions")),
-    (("you",), ("are",), ("now",)),
+     ("prompt", "message", "instructions"), ("system", "instructions", "initial", "developer")),
+    (("you",), ("now",), ("are",)),
     (("enable", "activate", "enter", "switch"), ("mode",)),
     (("do",), ("anything",), ("now",)),
     (("jailbreak",),),
-    (("pretend", "act", "imagine"), ("you",), ("no",)),
+    (("pretend", "act", "imagine"), ("no",), ("you",)),
     (("with",), ("restriction", "guideline", "filter", "limitation", "constraint")),
     (("new",), ("instruction",), (":",)),
     (("from",), ("now",), ("you",)),
@@ -75,8 +76,18 @@ def find_prompt_injections(text: str) -> list[Span]:
     if not any(cue in lower for cue in _CUES):
         return []
     words = folded(text)
+    present: dict[str, bool] = {}  # several phrases ask for the same word
+
+    def has(word: str) -> bool:
+        found = present.get(word)
+        if found is None:
+            found = present[word] = word in words
+        return found
+
     possible = tuple(
-        index for index, groups in enumerate(_REQUIRED) if all(any(word in words for word in group) for group in groups)
+        index
+        for index, (first, *rest) in enumerate(_REQUIRED)
+        if all(any(map(has, group)) for group in rest) and any(map(has, first))
     )
     if not possible:
         return []

@@ -36,6 +36,9 @@ _CUE = re.compile(
 )
 _FULL = re.compile(rf"\b({_WORD})\s+(?:([A-Z]\.|{_WORD})\s+)?(?:{_PARTICLE}\s+)?({_SURNAME})\b")
 _CAPITALIZED = re.compile(rf"\b{_WORD}\b")
+# The same without the leading \b: it starts with a character class, which `re` scans for in C, about 3x faster.
+_CAPITALIZED_TAIL = re.compile(rf"{_WORD}\b")
+_WORD_CHAR = re.compile(r"\w")
 # Cheap substring pre-checks: the honorific and cue expressions only run when one of these occurs.
 _HONORIFIC_HINTS = ("Mr", "Ms", "Mx", "Miss", "Dr", "Prof", "Sir", "Dame", "Mad", "Mme", "Mlle", "Herr", "Frau", "Sr",
                     "Rev", "Fr")  # fmt: skip
@@ -107,12 +110,23 @@ def find_person_names(text: str) -> list[Span]:
     return _merge(spans)
 
 
+def _capitalized_words(text: str) -> list[re.Match]:
+    """`list(_CAPITALIZED.finditer(text))`. When every match of _CAPITALIZED_TAIL starts at a word boundary the
+    two lists are the same (at each step the leftmost tail match is also the leftmost full match); otherwise
+    (a capital inside a word: "McDonald", "iPhone") the full expression runs."""
+    matches = list(_CAPITALIZED_TAIL.finditer(text))
+    is_word = _WORD_CHAR.match
+    if any(m.start() and is_word(text, m.start() - 1) for m in matches):
+        return list(_CAPITALIZED.finditer(text))
+    return matches
+
+
 def _full_names(text: str) -> list[Span]:
     """Given name + optional middle + surname; on a miss the search resumes at the next word."""
     names = given_names()
     spans: list[Span] = []
     end = 0
-    for word in _CAPITALIZED.finditer(text):
+    for word in _capitalized_words(text):
         first = word.group()
         if word.start() < end or first not in names or first in _COMMON:
             continue
