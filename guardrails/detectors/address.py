@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from guardrails.detectors.patterns import digit_count
+from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts, occurrences
 
 Span = tuple[int, int]
 
@@ -45,24 +45,35 @@ _FRENCH = re.compile(
 )
 
 
-_STREET_HINT = re.compile(rf"\b(?:{_STREET_TYPES})\b")
 _GERMAN_HINTS = ("stra", "str.", "weg", "platz", "gasse", "allee", "ring", "damm", "ufer", "chaussee")
+# A German match has a street word followed (after an optional capitalized word) by whitespace and the house
+# number: the full expression only runs when that sequence occurs, tried where the street words occur.
+_GERMAN_WORDS = ("straße", "strasse", "str.", "weg", "platz", "gasse", "allee", "ring", "damm", "ufer", "chaussee",
+                 "Straße", "Strasse", "Str.", "Weg", "Platz", "Gasse", "Allee", "Ring", "Damm")  # fmt: skip
+_GERMAN_NUMBER = re.compile(
+    r"(?:straße|strasse|str\.|weg|platz|gasse|allee|ring|damm|ufer|chaussee|Straße|Strasse|Str\.|Weg|Platz|Gasse|"
+    r"Allee|Ring|Damm)(?:\s+[A-ZÄÖÜ][\wäöüß-]*)?\s+\d"
+)
 _FRENCH_HINTS = ("rue", "av", "bd", "boulevard", "place", "chemin", "allée", "impasse", "quai", "cours")
+
+
+def _german_number(text: str) -> bool:
+    match = _GERMAN_NUMBER.match
+    return any(match(text, start) for start in occurrences(text, _GERMAN_WORDS))
 
 
 def find_addresses(text: str) -> list[Span]:
     if digit_count(text) == 0:
         return []
-    lowered = text.lower()
-    spans: list[Span] = []
-    if _STREET_HINT.search(text):
-        spans += [m.span() for m in _STREET.finditer(text)]
-    if "box" in lowered:
+    lower = text.lower()
+    starts = digit_run_starts(text)  # the North American / British and the French forms start with the number
+    spans: list[Span] = [m.span() for m in anchored_finditer(_STREET, text, starts)]
+    if "box" in lower:
         spans += [m.span() for m in _PO_BOX.finditer(text)]
-    if any(hint in lowered for hint in _GERMAN_HINTS):
+    if any(hint in lower for hint in _GERMAN_HINTS) and _german_number(text):
         spans += [m.span() for m in _GERMAN.finditer(text)]
-    if any(hint in lowered for hint in _FRENCH_HINTS):
-        spans += [m.span() for m in _FRENCH.finditer(text)]
+    if any(hint in lower for hint in _FRENCH_HINTS):
+        spans += [m.span() for m in anchored_finditer(_FRENCH, text, starts)]
     merged: list[Span] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:

@@ -8,6 +8,9 @@ phrasings, not paraphrases a classifier model would.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from guardrails.detectors.textindex import anchored_finditer, folded, occurrences
 
 Span = tuple[int, int]
 
@@ -35,9 +38,58 @@ _CUES = (
     "anything now", "pretend", "act as", "imagine", "restriction", "instruction", "<", "[",
 )  # fmt: skip
 
+# Words each phrase cannot match without (one of each group must occur in the folded text), in _PHRASES order;
+# the first group holds the words the phrase starts with (checked last: the others are rarer). A phrase whose
+# words are missing cannot match anywhere, and an alternation without the branches that cannot match finds
+# exactly what the whole one finds; most texts leave no phrase, long ones one or two, and those are tried
+# only where their first words occur.
+_VERBS_OVERRIDE = ("ignore", "disregard", "forget", "skip", "bypass", "override", "overrule", "drop", "abandon",
+                   "discard")  # fmt: skip
+_RULE_WORDS = ("instruction", "prompt", "rules", "direction", "guideline", "guardrail", "constraint", "context",
+               "message", "command", "programming", "restriction", "polic")  # fmt: skip
+_REQUIRED: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (_VERBS_OVERRIDE, _RULE_WORDS),
+    (("ignore", "disregard", "forget"), ("everything", "all", "anything")),
+    (("reveal", "show", "print", "display", "repeat", "output", "leak", "tell", "give", "what"),
+     ("prompt", "message", "instructions"), ("system", "instructions", "initial", "developer")),
+    (("you",), ("now",), ("are",)),
+    (("enable", "activate", "enter", "switch"), ("mode",)),
+    (("do",), ("anything",), ("now",)),
+    (("jailbreak",),),
+    (("pretend", "act", "imagine"), ("no",), ("you",)),
+    (("with",), ("restriction", "guideline", "filter", "limitation", "constraint")),
+    (("new",), ("instruction",), (":",)),
+    (("from",), ("now",), ("you",)),
+    (("your", "the"), ("previous", "prior", "original"), ("instructions",)),
+    (("<", "["), ("system", "im_", "inst")),
+)  # fmt: skip
+
+
+@lru_cache(maxsize=64)
+def _phrases(indexes: tuple[int, ...]) -> re.Pattern:
+    """The alternation of the phrases `indexes` (in their order), compiled once per combination."""
+    return re.compile("|".join(f"(?:{_PHRASES[i]})" for i in indexes), re.IGNORECASE)
+
 
 def find_prompt_injections(text: str) -> list[Span]:
-    lowered = text.lower()
-    if not any(cue in lowered for cue in _CUES):
+    lower = text.lower()
+    if not any(cue in lower for cue in _CUES):
         return []
-    return [m.span() for m in _INJECTION.finditer(text)]
+    words = folded(text)
+    present: dict[str, bool] = {}  # several phrases ask for the same word
+
+    def has(word: str) -> bool:
+        found = present.get(word)
+        if found is None:
+            found = present[word] = word in words
+        return found
+
+    possible = tuple(
+        index
+        for index, (first, *rest) in enumerate(_REQUIRED)
+        if all(any(map(has, group)) for group in rest) and any(map(has, first))
+    )
+    if not possible:
+        return []
+    starts = occurrences(words, {word for index in possible for word in _REQUIRED[index][0]})
+    return [m.span() for m in anchored_finditer(_phrases(possible), text, starts)]

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from functools import lru_cache
+
+from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
 
 Span = tuple[int, int]
 
-
-@lru_cache(maxsize=256)
-def digit_count(text: str) -> int:
-    """How many ASCII digits `text` has (ten C-level counts, memoized: several detectors ask for each text)."""
-    return sum(map(text.count, "0123456789"))
+__all__ = ["digit_count", "find_credit_cards", "find_emails", "find_ip_addresses", "find_ssns", "luhn_valid"]
 
 
 _EMAIL = re.compile(
@@ -21,10 +18,33 @@ _EMAIL = re.compile(
 )
 
 
+_DOMAIN_RUN = re.compile(r"[A-Za-z0-9.-]*")
+_LOCAL_MAX = 64  # the local part before the '@' is 1 to 64 characters long
+_SHORT = 128  # up to this length one pass of the expression costs less than the windows
+
+
 def find_emails(text: str) -> list[Span]:
+    """What `_EMAIL.finditer(text)` finds. In a longer text, searched only around each '@': a match holds exactly
+    one '@', starts at most 64 characters before it and ends within the run of domain characters after it, so
+    the search runs from there with `endpos` one character past that run (the look-ahead still sees the
+    character it reads)."""
     if "@" not in text:
         return []
-    return [m.span() for m in _EMAIL.finditer(text) if ".." not in m.group()]
+    if len(text) <= _SHORT:
+        return [m.span() for m in _EMAIL.finditer(text) if ".." not in m.group()]
+    spans = []
+    cursor = 0
+    at = text.find("@")
+    search = _EMAIL.search
+    while at >= 0:
+        end = _DOMAIN_RUN.match(text, at + 1).end()
+        m = search(text, max(cursor, at - _LOCAL_MAX), end + 1)
+        if m is not None:
+            if ".." not in m.group():
+                spans.append(m.span())
+            cursor = m.end()
+        at = text.find("@", max(at + 1, cursor))
+    return spans
 
 
 # Area 000, 666 and 900-999, group 00 and serial 0000 are never issued.
@@ -37,8 +57,9 @@ def find_ssns(text: str) -> list[Span]:
     """Dashed or spaced SSNs anywhere; nine plain digits only right after an SSN cue word."""
     if digit_count(text) < 9:
         return []
-    spans = [m.span() for m in _SSN_FORMATTED.finditer(text)]
-    for m in _SSN_PLAIN.finditer(text):
+    starts = digit_run_starts(text)  # both expressions start a digit run
+    spans = [m.span() for m in anchored_finditer(_SSN_FORMATTED, text, starts)]
+    for m in anchored_finditer(_SSN_PLAIN, text, starts):
         if _SSN_CONTEXT.search(text[max(0, m.start() - 40) : m.start()]):
             spans.append(m.span())
     return sorted(spans)
@@ -101,7 +122,7 @@ def find_credit_cards(text: str) -> list[Span]:
     if digit_count(text) < 13:
         return []
     spans = []
-    for m in _CARD.finditer(text):
+    for m in anchored_finditer(_CARD, text, digit_run_starts(text)):  # a card number starts a digit run
         raw = m.group()
         number = raw.replace(" ", "").replace("-", "")
         if _known_brand(number) and _consistent_grouping(raw) and luhn_valid(number):
@@ -121,7 +142,7 @@ def find_ip_addresses(text: str) -> list[Span]:
     """IPv4 dotted quads with octets 0-255 (no leading zeros) and IPv6 addresses that parse."""
     spans = []
     if "." in text and digit_count(text) >= 4:
-        for m in _IPV4.finditer(text):
+        for m in anchored_finditer(_IPV4, text, digit_run_starts(text)):  # starts a digit run
             if _VERSION_CUE.search(text[max(0, m.start() - 12) : m.start()]):
                 continue
             if all(len(o) == 1 or o[0] != "0" for o in m.group().split(".")):

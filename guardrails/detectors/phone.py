@@ -14,7 +14,7 @@ from functools import lru_cache
 import phonenumbers
 from django.conf import settings
 
-from guardrails.detectors.patterns import digit_count
+from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
 
 Span = tuple[int, int]
 
@@ -57,12 +57,23 @@ def _phone_shaped(snippet: str) -> bool:
     return max(groups) >= 3 or total in (10, 11)
 
 
+def _candidate_starts(text: str) -> list[int]:
+    """Where a candidate can start: a digit run's first digit, or the '+', '(' or '+(' right before it (the
+    look-behind keeps a candidate from starting inside a run, "00" is itself a run's start)."""
+    starts = set()
+    for start in digit_run_starts(text):
+        starts.update((start - 2, start - 1, start))
+    starts.discard(-1)
+    starts.discard(-2)
+    return sorted(starts)
+
+
 def find_phone_numbers(text: str) -> list[Span]:
     if digit_count(text) < 7:
         return []
     spans: list[Span] = []
     checks = 0
-    for m in _CANDIDATE.finditer(text):
+    for m in anchored_finditer(_CANDIDATE, text, _candidate_starts(text)):
         if not _phone_shaped(m.group()):
             continue
         checks += 1

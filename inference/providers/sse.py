@@ -52,8 +52,24 @@ class SSEDecoder:
         if rest:
             self._pending.append(rest)
         events: list[ServerSentEvent] = []
+        # `_line` inlined for the usual `event:` / `data:` lines (this loop runs for every line of every stream)
+        data, event = self._data, self._event
         for line in lines:
-            self._line(line, events)
+            if not line:
+                if data:
+                    events.append(ServerSentEvent(event, data[0] if len(data) == 1 else "\n".join(data)))
+                event, data = "", []
+            elif line.startswith(b"data:"):
+                value = line[6:] if line.startswith(b"data: ") else line[5:]
+                data.append(value.decode("utf-8", "replace"))
+            elif line.startswith(b"event:"):
+                value = line[7:] if line.startswith(b"event: ") else line[6:]
+                event = value.decode("utf-8", "replace")
+            else:
+                self._data, self._event = data, event
+                self._line(line, events)
+                data, event = self._data, self._event
+        self._data, self._event = data, event
         return events
 
     def flush(self) -> list[ServerSentEvent]:

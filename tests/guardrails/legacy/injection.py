@@ -1,0 +1,43 @@
+"""Prompt-injection phrases: instructions that try to override, reveal or escape the system's instructions.
+
+A curated list of regular expressions over normalized text (lower case, collapsed whitespace), in the
+style of the phrase lists used by open-source guardrail projects; it catches the common English
+phrasings, not paraphrases a classifier model would.
+"""
+
+from __future__ import annotations
+
+import re
+
+Span = tuple[int, int]
+
+_PREVIOUS = r"(?:all\s+|any\s+|the\s+|your\s+|my\s+|these\s+|those\s+)*(?:previous|prior|above|earlier|preceding|former|original|initial|system|existing)?\s*"  # noqa: E501
+_RULES = r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|constraints|context|messages?|commands?|programming|restrictions|policies|polic(?:y|ies))"  # noqa: E501
+
+_PHRASES = [
+    rf"\b(?:ignore|disregard|forget|skip|bypass|override|overrule|drop|abandon|discard)\s+(?:(?:all|any|every|everything)\s+(?:of\s+)?)?{_PREVIOUS}{_RULES}\b",
+    r"\b(?:ignore|disregard|forget)\s+(?:everything|all|anything)\s+(?:(?:you\s+were|you've\s+been|you\s+have\s+been|i)\s+(?:told|said|given|instructed)|(?:said\s+)?(?:above|before|so\s+far))",
+    r"\b(?:reveal|show|print|display|repeat|output|leak|tell\s+me|give\s+me|what\s+(?:is|are))\s+(?:me\s+)?(?:your|the)\s+(?:full\s+|exact\s+|original\s+|hidden\s+|secret\s+|initial\s+)*(?:system\s+prompt|system\s+message|instructions\s+(?:you\s+were\s+given|above)|hidden\s+instructions|initial\s+prompt|developer\s+message)",
+    r"\byou\s+are\s+now\s+(?:dan|in\s+developer\s+mode|jailbroken|unrestricted|free\s+from|no\s+longer\s+bound|an?\s+(?:unfiltered|uncensored|unrestricted))",
+    r"\b(?:enable|activate|enter|switch\s+to)\s+(?:developer|dev|god|jailbreak|dan|unrestricted|debug)\s+mode\b",
+    r"\bdo\s+anything\s+now\b",
+    r"\bjailbreak(?:ed|ing)?\b(?!\s+(?:detection|attempts?\s+(?:are|were)\s+blocked))",
+    r"\b(?:pretend|act\s+as\s+if|imagine)\s+(?:that\s+)?you\s+(?:have|had|are\s+under)\s+no\s+(?:restrictions|rules|filters|guidelines|limitations|content\s+polic)",
+    r"\b(?:without|with\s+no)\s+(?:any\s+)?(?:ethical|moral|safety|content)\s+(?:restrictions|guidelines|filters|limitations|constraints)\b",
+    r"\bnew\s+(?:system\s+)?instructions?\s*:",
+    r"\bfrom\s+now\s+on,?\s+you\s+(?:will|must|shall)\s+(?:ignore|disregard|not\s+follow|answer\s+without|respond\s+without)",
+    r"\b(?:your|the)\s+(?:previous|prior|original)\s+instructions\s+(?:are|were)\s+(?:void|cancelled|canceled|revoked|no\s+longer\s+valid|obsolete)",
+    r"<\s*/?\s*(?:system|im_start|im_end)\s*>|<\|im_(?:start|end)\|>(?:system)?|\[\s*/?\s*(?:inst|system)\s*\]",
+]
+_INJECTION = re.compile("|".join(f"(?:{p})" for p in _PHRASES), re.IGNORECASE)
+_CUES = (
+    "ignor", "disregard", "forget", "bypass", "overr", "reveal", "system", "prompt", "jailbreak", "mode",
+    "anything now", "pretend", "act as", "imagine", "restriction", "instruction", "<", "[",
+)  # fmt: skip
+
+
+def find_prompt_injections(text: str) -> list[Span]:
+    lowered = text.lower()
+    if not any(cue in lowered for cue in _CUES):
+        return []
+    return [m.span() for m in _INJECTION.finditer(text)]
