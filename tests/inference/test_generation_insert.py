@@ -98,6 +98,9 @@ def test_insert_writes_a_batch():
     assert Generation.objects.filter(id__in=[r.id for r in rows]).count() == 25
 
 
+_POLICY_VERSION = 2**40 + uuid.uuid4().int % 2**20
+
+
 def _contexts(organization, n: int, **body) -> list:
     """`n` finished requests' contexts, as AccountingMiddleware hands them to the writer."""
     import time
@@ -128,6 +131,7 @@ def _contexts(organization, n: int, **body) -> list:
             raw_body=b"",
             body={"model": "vendor/model", "input": f"Say hello {i}", **body},
             principal=principal,
+            policy_version=_POLICY_VERSION,  # the observability routes cached, as in the running gateway
             outcome=Outcome(
                 status="completed",
                 candidate=candidate,
