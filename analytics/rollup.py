@@ -153,9 +153,19 @@ def _upsert_json_sql(models: tuple) -> str:
     return statement
 
 
-def _json_rows(totals: dict[tuple, list]) -> str:
+def _json_bytes(totals: dict[tuple, list]) -> bytes:
     """The rows of one tier, sorted by key, as the JSON parameter of `_upsert_json_sql` (the cost as exact text)."""
-    return orjson.dumps([[*key, *totals[key]] for key in sorted(totals)], default=str).decode()
+    return orjson.dumps([[*key, *totals[key]] for key in sorted(totals)], default=str)
+
+
+def _json_rows(totals: dict[tuple, list]) -> str:
+    return _json_bytes(totals).decode()
+
+
+def _rollup_failed(error: Exception, rows: int) -> None:
+    logger.error(
+        "usage rollup of %d generation rows failed; `manage.py rollup_usage` rebuilds it", rows, exc_info=error
+    )
 
 
 def _params(totals: dict[tuple, list]) -> list[list]:
@@ -181,16 +191,27 @@ def _upsert(model, params: list[list]) -> None:
             cursor.execute(_upsert_sql(model, len(chunk)), [value for row in chunk for value in row])
 
 
-def _upsert_postgresql(writes: list[tuple]) -> None:
+def _upsert_postgresql(writes: list[tuple], generations: int) -> None:
     """Every tier's rows in one statement (`_upsert_json_sql`); `writes` is [(model, totals), ...].
 
     Inside the accounting transaction the savepoint that keeps a failed rollup from taking the Generation rows
     with it is sent with the statement, as one query (`SAVEPOINT; INSERT ...; RELEASE SAVEPOINT`, values bound
     client-side: psycopg sends several statements together only so): one round trip instead of three. On an
-    error the savepoint is rolled back here and the error raised as Django's (the caller logs it)."""
+    error the savepoint is rolled back here and the error raised as Django's (the caller logs it). In an
+    accounting batch (inference/accounting.py `deferred_statements`) the statement, its values quoted, is
+    added to the batch's one query instead, in a savepoint of its own (a failure is logged there)."""
     import psycopg
 
+    from inference.accounting import deferred_statements, sql_literal
+
     statement = _upsert_json_sql(tuple(model for model, _ in writes))
+    batch = deferred_statements()
+    if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
+        parts = statement.encode().split(b"%s")
+        literals = [sql_literal(_json_bytes(totals)) for _, totals in writes]
+        text = b"".join(part + literal for part, literal in zip(parts, [*literals, b""], strict=True))
+        batch.add(text, on_error=lambda error: _rollup_failed(error, generations))
+        return
     params = [_json_rows(totals) for _, totals in writes]
     if not connection.in_atomic_block:  # a caller outside any transaction: Django's savepoint handling
         with transaction.atomic():
@@ -223,7 +244,7 @@ def rollup_generations(rows: list, tiers: tuple = TIERS) -> None:
         writes.append((UsageDailyRollup, daily_sums(hourly)))
     try:
         if connection.vendor == "postgresql":
-            _upsert_postgresql(writes)
+            _upsert_postgresql(writes, len(rows))
         else:
             with transaction.atomic():
                 for model, totals in writes:

@@ -4,7 +4,11 @@ redis-py's asyncio client costs about 75 us of CPU per command on this machine (
 socket under a zero timeout, argument encoding in Python, a `wait_for` per read); a rate-limited request runs
 two scripts. This client keeps one connection, packs commands with hiredis, matches replies to callers in
 order (Redis answers a connection's commands in the order sent), and writes the commands issued in one turn
-of the event loop with one system call.
+of the event loop with one system call. On an open connection `send` queues a command and returns its reply's
+future without a coroutine, and `send_nowait` queues one whose reply nobody awaits (a failure goes to a
+callback): the rate limiter's check is one future, its settlement no await at all. Time-outs are watched by one
+timer per connection (the oldest command waiting is the first to time out: replies come in order), not one per
+command.
 
 Errors keep redis-py's classes (`redis.exceptions.ConnectionError`, `TimeoutError`, `ResponseError`: all
 `RedisError`), so callers' fallbacks are unchanged. A command that gets no reply within `timeout` fails with
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -29,8 +34,31 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 _pack = hiredis.pack_command
 
 
+def script_sha(source: str) -> str:
+    """The SHA1 Redis knows a Lua script by."""
+    return hashlib.sha1(source.encode()).hexdigest()
+
+
 def supports(url: str) -> bool:
     return url.startswith(("redis://", "unix://"))
+
+
+class _Sink:
+    """Stands for the future of a command whose reply nobody awaits: drops the reply, hands an error on."""
+
+    __slots__ = ("on_error",)
+
+    def __init__(self, on_error: Callable[[Exception], None]) -> None:
+        self.on_error = on_error
+
+    def done(self) -> bool:
+        return False
+
+    def set_result(self, reply: Any) -> None:
+        pass
+
+    def set_exception(self, error: Exception) -> None:
+        self.on_error(error)
 
 
 class _Protocol(asyncio.Protocol):
@@ -59,7 +87,7 @@ class _Protocol(asyncio.Protocol):
             if not pending:  # a reply nobody waits for: the stream is out of step
                 self.client._broken(self, RedisConnectionError("unexpected reply from Redis"))
                 return
-            future = pending.popleft()
+            future = pending.popleft()[0]
             if future.done():  # its caller was cancelled
                 continue
             if isinstance(reply, hiredis.ReplyError):
@@ -88,13 +116,16 @@ class FastRedis:
         self.connect_timeout = timeout if connect_timeout is None else connect_timeout
         self._protocol: _Protocol | None = None
         self._connecting: asyncio.Future | None = None
-        self._pending: collections.deque[asyncio.Future] = collections.deque()
+        # (reply future or sink, deadline on the loop's clock), in the order the commands were queued.
+        self._pending: collections.deque[tuple[Any, float]] = collections.deque()
         self._out: list[bytes] = []
         self._flush_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watch: asyncio.TimerHandle | None = None  # fires at the oldest waiting command's deadline
         self._scripts: dict[str, str] = {}  # sha1 -> source
 
     async def _connect(self) -> _Protocol:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if self.path:
             opening = loop.create_unix_connection(lambda: _Protocol(self), self.path)
         else:
@@ -141,7 +172,10 @@ class FastRedis:
             self._protocol = None
             pending, self._pending = self._pending, collections.deque()
             self._out = []
-            for future in pending:
+            if self._watch is not None:
+                self._watch.cancel()
+                self._watch = None
+            for future, _ in pending:
                 if not future.done():
                     future.set_exception(error)
         if protocol.transport is not None and not protocol.transport.is_closing():
@@ -154,26 +188,54 @@ class FastRedis:
         if out and protocol is not None and protocol.transport is not None:
             protocol.transport.write(out[0] if len(out) == 1 else b"".join(out))
 
-    async def _send(self, protocol: _Protocol, command: tuple) -> Any:
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._out.append(_pack(command))
-        self._pending.append(future)
+    def _queue(self, protocol: _Protocol, packed: bytes, future: Any) -> None:
+        loop = self._loop
+        self._out.append(packed)
+        deadline = loop.time() + self.timeout if self.timeout else 0.0
+        self._pending.append((future, deadline))
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
-        if not self.timeout:
-            return await future
-        timer = loop.call_later(self.timeout, self._expire, protocol, future)
-        try:
-            return await future
-        finally:
-            timer.cancel()
+        if self._watch is None and self.timeout:
+            self._watch = loop.call_at(deadline, self._check_deadline, protocol)
 
-    def _expire(self, protocol: _Protocol, future: asyncio.Future) -> None:
+    def _check_deadline(self, protocol: _Protocol) -> None:
+        """The oldest command still waiting on `protocol` timed out: fail it, close the connection (every command
+        waiting behind it fails with it); otherwise look again at its deadline."""
+        self._watch = None
+        if self._protocol is not protocol or not self._pending:
+            return
+        future, deadline = self._pending[0]
+        if self._loop.time() < deadline:
+            self._watch = self._loop.call_at(deadline, self._check_deadline, protocol)
+            return
         if not future.done():
             future.set_exception(RedisTimeoutError("Timeout reading from Redis"))
-            self._broken(protocol, RedisTimeoutError("Timeout reading from Redis"))
+        self._broken(protocol, RedisTimeoutError("Timeout reading from Redis"))
+
+    async def _send(self, protocol: _Protocol, command: tuple) -> Any:
+        future = self._loop.create_future()
+        self._queue(protocol, _pack(command), future)
+        return await future
+
+    def send(self, *args: Any) -> asyncio.Future | None:
+        """Queue a command on the open connection and return its reply's future (no coroutine, no task); None when
+        no connection is open (then use `call`, which opens one). Cancelling the future does not unsend it."""
+        protocol = self._protocol
+        if protocol is None:
+            return None
+        future = self._loop.create_future()
+        self._queue(protocol, _pack(args), future)
+        return future
+
+    def send_nowait(self, args: tuple, on_error: Callable[[Exception], None]) -> bool:
+        """Queue a command whose reply nobody awaits; `on_error(exception)` gets its error reply, its time-out or
+        the loss of the connection. False (nothing sent) when no connection is open."""
+        protocol = self._protocol
+        if protocol is None:
+            return False
+        self._queue(protocol, _pack(args), _Sink(on_error))
+        return True
 
     async def call(self, *args: Any) -> Any:
         protocol = await self._protocol_ready()
@@ -181,7 +243,7 @@ class FastRedis:
 
     def script(self, source: str) -> str:
         """Register a Lua script; returns its SHA1 for `evalsha`."""
-        sha = hashlib.sha1(source.encode()).hexdigest()
+        sha = script_sha(source)
         self._scripts[sha] = source
         return sha
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import logging
 
+import orjson
 from django.conf import settings
+from django.db import connection
 from django.dispatch import receiver
 
 from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
+from inference.accounting import deferred_statements, sql_literal
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
 
@@ -78,5 +81,32 @@ def queue_sampled_generations(sender, generations, **kwargs) -> None:
             logger.error("no encryption key: the sampled generation %s is not classified", generation.id)
             continue
         pending.append(PendingClassification(generation_id=generation.id, text=token, created_at=generation.created_at))
-    if pending:
+    if not pending:
+        return
+    batch = deferred_statements()
+    if batch is None:
         PendingClassification.objects.bulk_create(pending)
+        return
+    # PostgreSQL, in an accounting batch: one statement sent with the batch's insert and COMMIT (the ORM's
+    # bulk_create cost about 0.7 ms of CPU and a round trip for each batch with a sampled row).
+    values = orjson.dumps([[str(p.generation_id), p.text, p.created_at.isoformat()] for p in pending])
+    batch.add(_pending_insert_sql() % sql_literal(values))
+
+
+_pending_sql: bytes | None = None
+
+
+def _pending_insert_sql() -> bytes:
+    global _pending_sql
+    if _pending_sql is None:
+        table = connection.ops.quote_name(PendingClassification._meta.db_table)
+        _pending_sql = (
+            (
+                f"INSERT INTO {table} (generation_id, text, created_at) "
+                "SELECT (e->>0)::uuid, e->>1, (e->>2)::timestamptz FROM jsonb_array_elements(%s::jsonb) AS a(e)"
+            )
+            .encode()
+            .replace(b"%", b"%%")
+            .replace(b"%%s", b"%s")
+        )
+    return _pending_sql

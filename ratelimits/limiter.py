@@ -13,6 +13,7 @@ import logging
 import time
 
 from django.conf import settings
+from redis.exceptions import NoScriptError
 
 from gateway_project.db_thread import in_db_thread
 from gateway_project.group_commit import GroupCommit
@@ -66,14 +67,20 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
     return (RedisError, OSError, asyncio.TimeoutError)
 
 
+_REDIS_ERRORS = _redis_errors()
+
+
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
-    """Admit the request in every scope or none, in Redis or, when Redis is off or failing, in the database."""
+    """Admit the request in every scope or none, in Redis or, when Redis is off or failing, in the database.
+
+    The Redis check is awaited as it is (no task): once its command is queued, cancelling the caller does not
+    unsend it. The database check runs to its end in a task of its own if the caller is cancelled meanwhile."""
     if redis_health.usable():
         try:
             return await redis_store.check(limits, request_id, tokens)
-        except _redis_errors() as error:
+        except _REDIS_ERRORS as error:
             redis_health.failed(error)
-    return await _db_check(limits, request_id, tokens)
+    return await asyncio.shield(_db_check(limits, request_id, tokens))
 
 
 async def settle(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> None:
@@ -85,10 +92,43 @@ async def settle(decision: Decision, limits: list[RateLimit], request_id: str, t
             keys = tuple(sorted({limit.key for limit in limits}))
             await _db_settler.submit(db_store.Settlement(keys, request_id, tokens, decision.tokens))
     except Exception as error:  # Redis or the database went away meanwhile: the hold stays (the safe side)
-        logger.warning(
-            "rate limits: settling request %s (%s tokens) failed: %s: %s",
-            request_id,
-            tokens,
-            type(error).__name__,
-            error,
-        )
+        _log_settle_failure(request_id, tokens, error)
+
+
+def _log_settle_failure(request_id: str, tokens: int, error: BaseException) -> None:
+    logger.warning(
+        "rate limits: settling request %s (%s tokens) failed: %s: %s",
+        request_id,
+        tokens,
+        type(error).__name__,
+        error,
+    )
+
+
+_settling: set[asyncio.Task] = set()  # settlements running as tasks (a reference keeps each alive)
+
+
+def _settle_in_task(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task:
+    task = asyncio.ensure_future(settle(decision, limits, request_id, tokens))
+    _settling.add(task)
+    task.add_done_callback(_settling.discard)
+    return task
+
+
+def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task | None:
+    """`settle` without waiting for it. In Redis: nothing when the request used what it held, else carried by
+    this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
+    the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
+    if decision.store == "redis":
+        if tokens == decision.tokens:
+            return None
+
+        def failed(error: Exception) -> None:
+            if isinstance(error, (NoScriptError, redis_store.Resend)):  # not run: settle again on its own
+                _settle_in_task(decision, limits, request_id, tokens)
+            else:
+                _log_settle_failure(request_id, tokens, error)
+
+        if redis_store.settle_later(limits, request_id, tokens, failed):
+            return None
+    return _settle_in_task(decision, limits, request_id, tokens)

@@ -33,22 +33,29 @@ class RateLimit:
         return f"{self.scope}:{self.scope_id}"
 
 
+_limits_cache: dict[tuple, list[RateLimit]] = {}
+
+
 def limits_of(principal: Principal) -> list[RateLimit]:
-    """The key's and its workspace's limits that are set (no I/O: read from the cached principal)."""
-    limits = []
-    if principal.requests_per_minute or principal.tokens_per_minute:
-        limits.append(
-            RateLimit("api-key", principal.key_hash, principal.requests_per_minute, principal.tokens_per_minute)
-        )
-    if principal.workspace_requests_per_minute or principal.workspace_tokens_per_minute:
-        limits.append(
-            RateLimit(
-                "workspace",
-                str(principal.workspace_id),
-                principal.workspace_requests_per_minute,
-                principal.workspace_tokens_per_minute,
-            )
-        )
+    """The key's and its workspace's limits that are set (no I/O: read from the cached principal).
+
+    The same list object is returned while the key's and workspace's limits are unchanged (the Redis store
+    caches its script arguments by it): do not modify it."""
+    rpm, tpm = principal.requests_per_minute, principal.tokens_per_minute
+    wrpm, wtpm = principal.workspace_requests_per_minute, principal.workspace_tokens_per_minute
+    if not (rpm or tpm or wrpm or wtpm):
+        return []
+    signature = (principal.key_hash, rpm, tpm, principal.workspace_id, wrpm, wtpm)
+    limits = _limits_cache.get(signature)
+    if limits is None:
+        limits = []
+        if rpm or tpm:
+            limits.append(RateLimit("api-key", principal.key_hash, rpm, tpm))
+        if wrpm or wtpm:
+            limits.append(RateLimit("workspace", str(principal.workspace_id), wrpm, wtpm))
+        if len(_limits_cache) > 10_000:
+            _limits_cache.clear()
+        _limits_cache[signature] = limits
     return limits
 
 
@@ -87,6 +94,12 @@ def format_reset(ms: int) -> str:
     return f"{int(minutes)}m" + (f"{rest:.3f}".rstrip("0").rstrip(".") or "0") + "s"
 
 
+_HEADER_NAMES = {
+    dimension: tuple(f"x-ratelimit-{name}-{dimension}".encode() for name in ("limit", "remaining", "reset"))
+    for dimension in ("requests", "tokens")
+}
+
+
 def _tightest(states: list[ScopeState], dimension: str) -> tuple[int, int, int] | None:
     """(limit, remaining, reset ms) of the scope with the least remaining in `dimension`, or None."""
     best = None
@@ -109,7 +122,8 @@ def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
         if tightest is None:
             continue
         limit, remaining, reset_ms = tightest
-        headers.append((f"x-ratelimit-limit-{dimension}".encode(), str(limit).encode()))
-        headers.append((f"x-ratelimit-remaining-{dimension}".encode(), str(remaining).encode()))
-        headers.append((f"x-ratelimit-reset-{dimension}".encode(), format_reset(reset_ms).encode()))
+        names = _HEADER_NAMES[dimension]
+        headers.append((names[0], b"%d" % limit))
+        headers.append((names[1], b"%d" % remaining))
+        headers.append((names[2], format_reset(reset_ms).encode()))
     return headers

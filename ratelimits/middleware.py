@@ -13,17 +13,19 @@ from budgets import estimate
 from gateway_project.api.errors import GatewayError
 from inference.pipeline.context import Context
 from ratelimits import limiter
-from ratelimits.limits import Decision, RateLimit, limits_of, rate_limit_headers
+from ratelimits.limits import Decision, limits_of, rate_limit_headers
 
 
 async def _token_bound(ctx: Context) -> int:
     """The request's worst-case tokens on any candidate: the estimate budgets hold from (budgets/estimate.py)."""
-    from inference.routing import resolve_candidates
+    candidates = ctx.candidates
+    if candidates is None:
+        from inference.routing import resolve_candidates
 
-    try:
-        candidates = await resolve_candidates(ctx)
-    except GatewayError:  # routing fails the same way inside the chain; hold the input side only
-        candidates = []
+        try:
+            candidates = await resolve_candidates(ctx)
+        except GatewayError:  # routing fails the same way inside the chain; hold the input side only
+            candidates = []
     worst_case_tokens = getattr(estimate, "worst_case_tokens", None)
     if worst_case_tokens is not None:
         bound = worst_case_tokens(ctx.body, candidates)
@@ -86,7 +88,7 @@ class RateLimitMiddleware:
             return
         with_tokens = any(limit.tokens_per_minute for limit in limits)
         tokens = await _token_bound(ctx) if with_tokens else 0
-        decision = await _check(limits, ctx.request_id, tokens)
+        decision = await limiter.check(limits, ctx.request_id, tokens)
         responder = ctx.extras.get("inference.responder")
         if responder is not None:
             responder.extra_headers = rate_limit_headers(decision)
@@ -98,10 +100,7 @@ class RateLimitMiddleware:
         try:
             await self.get_response(ctx)
         finally:
-            settle = limiter.settle(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
-            await asyncio.shield(asyncio.ensure_future(settle))
-
-
-async def _check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
-    """The check; if the client goes away while it runs, it still completes (an admitted entry stays counted)."""
-    return await asyncio.shield(asyncio.ensure_future(limiter.check(limits, request_id, tokens)))
+            # Redis: queued, not awaited. Database: a task (group-committed), awaited but shielded, as before.
+            settling = limiter.settle_soon(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
+            if settling is not None:
+                await asyncio.shield(settling)

@@ -96,3 +96,131 @@ def test_insert_writes_a_batch():
     with transaction.atomic():
         insert_generations(rows)
     assert Generation.objects.filter(id__in=[r.id for r in rows]).count() == 25
+
+
+def _contexts(organization, n: int, **body) -> list:
+    """`n` finished requests' contexts, as AccountingMiddleware hands them to the writer."""
+    import time
+    from types import SimpleNamespace
+
+    from accounts.principal import Principal
+    from inference.pipeline.context import Context, Outcome, Usage
+
+    principal = Principal(
+        key_id=None, key_hash="c" * 64, key_name="k", organization_id=organization.id,
+        workspace_id=organization.default_workspace.id, user_id=None, is_management=False, disabled=False,
+        expires_at=None, limit=None, limit_reset=None, include_byok_in_limit=False,
+    )  # fmt: skip
+    candidate = SimpleNamespace(
+        model_slug="vendor/model", canonical_slug="vendor/model", provider_slug="prov", endpoint_id=None,
+        output_modalities=("text",),
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    return [
+        Context(
+            request_id=str(uuid.uuid4()),
+            created_at=now,
+            started=time.perf_counter(),
+            method="POST",
+            path="/api/v1/responses",
+            host="127.0.0.1",
+            headers={},
+            raw_body=b"",
+            body={"model": "vendor/model", "input": f"Say hello {i}", **body},
+            principal=principal,
+            outcome=Outcome(
+                status="completed",
+                candidate=candidate,
+                upstream_id=f"resp_{i}",
+                finish_reason="stop",
+                usage=Usage(input_tokens=10 + i, output_tokens=5),
+                cost=Decimal("0.000100"),
+                latency_ms=3,
+                completed_at=now,
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-query batch")
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_is_one_query_with_its_begin_and_commit(tmp_path, settings):
+    """The insert, the rankings sample and the rollups in their savepoint go out as one query on PostgreSQL."""
+    from analytics.models import UsageDailyRollup, UsageRollup
+    from inference.accounting import record_generations_sync
+    from rankings.models import PendingClassification
+
+    settings.GATEWAY_RANKINGS_SAMPLE_RATE = 1.0  # every row sampled: the pending classification goes with it
+    organization = services.organization_create(name="One query")
+    record_generations_sync(_contexts(organization, 1))  # the workspace's observability routes cached
+    contexts = _contexts(organization, 3)
+    connection.ensure_connection()
+    trace = tmp_path / "libpq.trace"
+    with open(trace, "w") as out:
+        connection.connection.pgconn.trace(out.fileno())
+        try:
+            record_generations_sync(contexts)
+        finally:
+            connection.connection.pgconn.untrace()
+    sent = [line.split("\t")[3:5] for line in trace.read_text().splitlines() if "\tF\t" in line]
+    queries = [message for message in sent if message[0] in ("Query", "Parse")]
+    assert len(queries) == 1
+    assert queries[0][1].startswith(' "BEGIN; INSERT INTO "inference_generation"')
+    assert queries[0][1].rstrip().endswith('COMMIT"')
+    assert not connection.in_atomic_block and connection.get_autocommit()
+    ids = [uuid.UUID(ctx.request_id) for ctx in contexts]
+    assert Generation.objects.filter(id__in=ids).count() == 3
+    assert PendingClassification.objects.filter(generation_id__in=ids).count() == 3
+    for model in (UsageRollup, UsageDailyRollup):
+        rollup = model.objects.get(organization_id=organization.id, dimension="status", value="completed")
+        assert (rollup.requests, rollup.prompt_tokens, rollup.cost) == (4, 33 + 10, Decimal("0.0004"))
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_rollup_in_a_batch_keeps_its_rows(monkeypatch, caplog):
+    from analytics import rollup
+    from analytics.models import UsageRollup
+    from inference.accounting import record_generations_sync
+
+    def failing_json(models: tuple) -> str:
+        return "SELECT * FROM no_such_rollup_table WHERE " + " AND ".join(["%s::text IS NULL"] * len(models))
+
+    monkeypatch.setattr(rollup, "_upsert_json_sql", failing_json)
+    organization = services.organization_create(name="Failed rollup")
+    contexts = _contexts(organization, 4)
+    record_generations_sync(contexts)
+    assert Generation.objects.filter(id__in=[ctx.request_id for ctx in contexts]).count() == 4
+    assert not UsageRollup.objects.filter(organization_id=organization.id).exists()
+    assert "usage rollup of 4 generation rows failed" in caplog.text
+    monkeypatch.undo()
+    later = _contexts(organization, 2)
+    record_generations_sync(later)  # the connection is usable, the next batch rolled up
+    assert UsageRollup.objects.get(organization_id=organization.id, dimension="status").requests == 2
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_row_fails_its_batch_and_the_next_batch_is_written():
+    """A value the database refuses (a NUL in a JSON field) fails the whole batch (the writer then retries row
+    by row, inference/recorder.py); nothing of it is kept and the connection stays usable."""
+    from django.db import DatabaseError
+
+    from analytics.models import UsageRollup
+    from inference.accounting import STRIP_FREE_FORM, record_generations_sync
+
+    organization = services.organization_create(name="Refused row")
+    refused = _contexts(organization, 2, metadata={"note": "nul \x00 here"})
+    with pytest.raises(DatabaseError):
+        record_generations_sync(refused)
+    assert not Generation.objects.filter(id__in=[ctx.request_id for ctx in refused]).exists()
+    assert not UsageRollup.objects.filter(organization_id=organization.id).exists()
+    for ctx in refused:
+        ctx.extras[STRIP_FREE_FORM] = True
+    record_generations_sync(refused)
+    assert Generation.objects.filter(id__in=[ctx.request_id for ctx in refused]).count() == 2
+    assert UsageRollup.objects.get(organization_id=organization.id, dimension="status").requests == 2

@@ -111,3 +111,62 @@ def test_refused_and_dropped_connections_are_redis_errors():
 def test_supported_urls():
     assert supports("redis://127.0.0.1:6379/1") and supports("unix:///tmp/redis.sock")
     assert not supports("rediss://example.com:6380/0")
+
+
+def test_send_and_send_nowait_on_the_open_connection():
+    url = _url()
+
+    async def scenario():
+        client = FastRedis(url, timeout=2)
+        errors: list[Exception] = []
+        try:
+            assert client.send("PING") is None  # no connection open yet: the caller uses `call`
+            assert not client.send_nowait(("PING",), errors.append)
+            assert await client.call("PING") == b"PONG"
+            futures = [client.send("ECHO", f"reply-{i}") for i in range(50)]
+            assert client.send_nowait(("SET", "gateway:test:fast-redis-nowait", "done"), errors.append)
+            assert client.send_nowait(("NOSUCHCOMMAND",), errors.append)  # its error reply goes to the callback
+            assert await asyncio.gather(*futures) == [f"reply-{i}".encode() for i in range(50)]
+            assert await client.call("GET", "gateway:test:fast-redis-nowait") == b"done"
+            assert len(errors) == 1 and isinstance(errors[0], ResponseError)
+            cancelled = client.send("SET", "gateway:test:fast-redis-nowait", "still sent")
+            cancelled.cancel()  # the waiter goes away; the command is not unsent
+            assert await client.call("GET", "gateway:test:fast-redis-nowait") == b"still sent"
+            await client.call("DEL", "gateway:test:fast-redis-nowait")
+        finally:
+            await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_silent_server_fails_queued_commands_and_their_callbacks():
+    async def scenario():
+        answering = True
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(65536):
+                if answering:
+                    writer.write(b"+PONG\r\n" * data.count(b"PING"))
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = FastRedis(f"redis://127.0.0.1:{port}/0", timeout=0.2)
+        errors: list[Exception] = []
+        try:
+            assert await client.call("PING") == b"PONG"
+            answering = False
+            started = time.monotonic()
+            future = client.send("PING")
+            assert client.send_nowait(("PING",), errors.append)
+            with pytest.raises(RedisTimeoutError):
+                await future
+            assert time.monotonic() - started < 1
+            assert len(errors) == 1 and isinstance(errors[0], RedisError)
+            answering = True
+            assert await client.call("PING") == b"PONG"  # a fresh connection, in step again
+        finally:
+            await client.aclose()
+            server.close()
+
+    asyncio.run(scenario())

@@ -148,3 +148,32 @@ def test_redis_entries_leaving_the_window_with_zero_tokens_keep_the_check_in_red
         await client.aclose()
 
     asyncio.run(_redis_run(scenario))
+
+
+def test_redis_settlements_ride_on_the_next_check_or_go_alone():
+    """A settlement is not sent on its own while checks keep coming: the process's next check carries it (and
+    already counts the freed tokens); one no check took within SETTLE_DELAY_MS is sent alone."""
+    _redis()
+    from ratelimits import limiter
+
+    key, workspace = limit(tpm=1000), limit(tpm=10_000, scope="workspace")
+    both = [key, workspace]
+
+    async def scenario():
+        client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+        amounts = f"gateway:rl:{key.key}:tokens"
+        first = await limiter.check(both, "a", 300)
+        assert first.admitted and first.store == "redis"
+        assert limiter.settle_soon(first, both, "a", 40) is None  # queued, not a task
+        assert await client.hget(amounts, "a") == b"300"  # not sent yet
+        second = await limiter.check(both, "b", 300)  # carries "a": 40 + 300 held
+        assert [state.tokens for state in second.states] == [340, 340]
+        assert await client.hget(amounts, "a") == b"40"
+        assert limiter.settle_soon(second, both, "b", 300) is None  # used what it held: nothing to send
+        limiter.settle_soon(second, both, "b", 5)
+        await asyncio.sleep(redis_store.SETTLE_DELAY_MS / 1000 + 0.1)  # no check came: sent alone
+        assert await client.hget(amounts, "b") == b"5"
+        assert await client.hget(f"gateway:rl:{workspace.key}:tokens", "_total") == b"45"
+        await client.aclose()
+
+    asyncio.run(_redis_run(scenario))

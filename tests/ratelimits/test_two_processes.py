@@ -1,4 +1,5 @@
-"""Two gateway processes, one key: 3x the limit in one minute admits exactly the limit.
+"""Two gateway processes, one key (or two keys of one workspace limit): 3x the limit in one minute admits
+exactly the limit.
 
 Two uvicorn subprocesses serve the whole ASGI app against the pytest PostgreSQL database, with the
 rate-limit windows in Redis, then in the database once that Redis went away (a stopped TCP proxy in front
@@ -92,11 +93,14 @@ def redis_proxy():
     proxy.stop()
 
 
-async def fire(urls: list[str], key: str, count: int) -> list[httpx.Response]:
+async def fire(urls: list[str], key: str | list[str], count: int) -> list[httpx.Response]:
+    """`count` requests at once, alternating between the processes (and, given several keys, between the keys:
+    each key goes to both processes)."""
+    keys = [key] if isinstance(key, str) else key
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=count)) as client:
 
         async def one(index: int) -> httpx.Response:
-            headers = {"Authorization": f"Bearer {key}"}
+            headers = {"Authorization": f"Bearer {keys[(index // 2) % len(keys)]}"}
             return await client.post(f"{urls[index % 2]}/api/v1/responses", json=BODY, headers=headers)
 
         return await asyncio.gather(*(one(i) for i in range(count)))
@@ -127,6 +131,25 @@ def requests_scenario(urls: list[str], org, fake_upstream) -> str:
     check_answers(asyncio.run(fire(urls, raw, 3 * LIMIT)), "requests", LIMIT)
     assert len(fake_upstream.requests) == LIMIT
     return f"api-key:{key_hash}"
+
+
+def workspace_scenario(urls: list[str], org, fake_upstream) -> str:
+    """A workspace limit shared by two keys of it (without limits of their own), 3x the limit at once over both
+    keys and both processes: exactly the limit admitted, the 429s name the workspace."""
+    fake_upstream.requests.clear()
+    organization = ApiKey.objects.get(hash=org.inference_hash).organization
+    workspace = services.workspace_create(organization=organization, name="limited", requests_per_minute=LIMIT)
+    raws = [
+        services.api_key_create(organization=organization, name=f"member-{i}", workspace=workspace).raw_key
+        for i in range(2)
+    ]
+    answers = asyncio.run(fire(urls, raws, 3 * LIMIT))
+    check_answers(answers, "requests", LIMIT)
+    assert len(fake_upstream.requests) == LIMIT
+    for answer in answers:
+        if answer.status_code == 429:
+            assert answer.json()["error"]["metadata"]["rate_limit"]["scope"] == "workspace"
+    return f"workspace:{workspace.id}"
 
 
 def tokens_scenario(urls: list[str], org, fake_upstream) -> tuple[str, list[int], int]:
@@ -160,12 +183,16 @@ def test_redis_then_redis_down(redis_proxy, slow_endpoint, org, fake_upstream):
     for urls in _gateways({"GATEWAY_RATE_LIMIT_REDIS_URL": url}):
         scope = requests_scenario(urls, org, fake_upstream)
         assert not RateLimitEntry.objects.filter(scope_key=scope).exists()  # held in Redis
+        scope = workspace_scenario(urls, org, fake_upstream)
+        assert not RateLimitEntry.objects.filter(scope_key=scope).exists()
         tokens_scope, _, _ = tokens_scenario(urls, org, fake_upstream)
         assert not RateLimitEntry.objects.filter(scope_key=tokens_scope).exists()
 
         proxy.stop()
         scope = requests_scenario(urls, org, fake_upstream)
         assert RateLimitEntry.objects.filter(scope_key=scope).count() == LIMIT  # held in the database
+        scope = workspace_scenario(urls, org, fake_upstream)
+        assert RateLimitEntry.objects.filter(scope_key=scope).count() == LIMIT
         tokens_scope, used, _ = tokens_scenario(urls, org, fake_upstream)
         assert settled_in_database(tokens_scope, used) == used  # held from the estimate, settled to usage
 
@@ -173,6 +200,8 @@ def test_redis_then_redis_down(redis_proxy, slow_endpoint, org, fake_upstream):
 def test_database_path_without_redis(slow_endpoint, org, fake_upstream):
     for urls in _gateways({"REDIS_URL": "", "GATEWAY_RATE_LIMIT_REDIS_URL": ""}):
         scope = requests_scenario(urls, org, fake_upstream)
+        assert RateLimitEntry.objects.filter(scope_key=scope).count() == LIMIT
+        scope = workspace_scenario(urls, org, fake_upstream)
         assert RateLimitEntry.objects.filter(scope_key=scope).count() == LIMIT
         tokens_scope, used, _ = tokens_scenario(urls, org, fake_upstream)
         assert settled_in_database(tokens_scope, used) == used
