@@ -138,6 +138,75 @@ def hold_call(checks: list[tuple[int, int, bool]], amount: int) -> str:
 _HOLD_PARAMS = "%s, %s, %s, %s, %s)"
 
 
+def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) -> tuple[bytes, list[bytes]]:
+    """The one-statement hold with libpq's `$n` placeholders and its parameters as text (aware datetimes)."""
+    statement = hold_call(checks, amount)
+    params = [
+        str(reservation_id).encode(),
+        request_id[:100].encode(),
+        counter_ids_json([c for c, _, _ in checks]).encode(),
+        now.isoformat().encode(),
+        expires_at.isoformat().encode(),
+    ]
+    return (statement[: -len(_HOLD_PARAMS)] + "$1, $2, $3, $4, $5)").encode(), params
+
+
+async def hold_all_async(
+    checks: list[tuple[int, int, bool]], *, amount: int, request_id: str, now: datetime, expires_at: datetime
+) -> tuple[uuid.UUID, int | None]:
+    """`hold_all` on PostgreSQL over the event loop's own connection (gateway_project/fast_pg.py): the same
+    one statement, sent without the database thread. `now` and `expires_at` must be aware datetimes."""
+    from gateway_project import fast_pg
+    from gateway_project.db_deadline import deadline_seconds
+
+    reservation_id = uuid.uuid4()
+    statement, params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
+    result = await fast_pg.client().query(statement, params, deadline_seconds())
+    value = result.get_value(0, 0)
+    if value is None:
+        return reservation_id, None
+    refused_id = int(value)
+    return reservation_id, [counter_id for counter_id, _, _ in checks].index(refused_id)
+
+
+_SETTLE_CALL = b"SELECT budgets_spend_settle_v1($1, $2, $3, $4, $5, $6)"
+
+
+def _array(values) -> bytes:
+    return ("{" + ",".join(values) + "}").encode()
+
+
+def settle_statement(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> tuple[bytes, list]:
+    """The one-statement settlement of migration budgets/0004 and its parameters as text: `settlements` are
+    (reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
+    owners: list[str] = []
+    counter_ids: list[str] = []
+    for index, (_, _, _, _, counters) in enumerate(settlements, start=1):
+        for counter_id in counters:
+            owners.append(str(index))
+            counter_ids.append(str(int(counter_id)))
+    return _SETTLE_CALL, [
+        _array(str(reservation_id) for reservation_id, _, _, _, _ in settlements),
+        _array(str(int(amount)) for _, amount, _, _, _ in settlements),
+        _array(str(int(cost)) for _, _, cost, _, _ in settlements),
+        _array("t" if is_byok else "f" for _, _, _, is_byok, _ in settlements),
+        _array(owners),
+        _array(counter_ids),
+    ]
+
+
+async def settle_all_async(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> int:
+    """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0004) over
+    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed."""
+    from gateway_project import fast_pg
+    from gateway_project.db_deadline import deadline_seconds
+
+    statement, params = settle_statement(settlements)
+    result = await fast_pg.client().query(statement, params, deadline_seconds())
+    value = result.get_value(0, 0)
+    return 0 if value is None else int(value)
+
+
 def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at) -> int | None:
     import psycopg
 
@@ -148,16 +217,9 @@ def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, e
         # libpq's PQexecParams on the driver's connection, the parameters as text (their types come from the
         # function's signature): the same statement and round trip as a psycopg cursor, without its
         # adaptation and result machinery (about 45 us of CPU per hold here, bench/hold_cost.py).
-        params = [
-            str(reservation_id).encode(),
-            request_id[:100].encode(),
-            counter_ids.encode(),
-            now.isoformat().encode(),
-            expires_at.isoformat().encode(),
-        ]
-        native = statement[: -len(_HOLD_PARAMS)] + "$1, $2, $3, $4, $5)"
+        native, params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
         with conn.wrap_database_errors:
-            result = conn.connection.pgconn.exec_params(native.encode(), params)
+            result = conn.connection.pgconn.exec_params(native, params)
             if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
                 raise psycopg.errors.error_from_result(result, encoding="utf-8")
             value = result.get_value(0, 0)

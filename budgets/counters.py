@@ -209,6 +209,53 @@ def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime,
     raise RuntimeError("spend counters could not be resolved")
 
 
+def _cached_ids(keys: list[tuple]) -> list[int] | None:
+    """The counter ids of `keys` when every one is cached (no database access), else None."""
+    ids = []
+    for key in keys:
+        counter_id = _counter_ids.get(key)
+        if counter_id is None:
+            return None
+        ids.append(counter_id)
+    return ids
+
+
+async def spend_reserve_async(
+    *, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str, on_thread
+) -> Hold:
+    """`spend_reserve` with the hold statement sent from the event loop (PostgreSQL, budgets/counter_sql.py
+    `hold_all_async`; `now` aware). Everything around it is pure Python here: the counter ids come from the
+    cache and the period starts are computed. The rare rest runs the synchronous `spend_reserve` by
+    `await on_thread(...)` on the database thread, as before: a counter not cached yet (looked up or created
+    there) and a refusal (its row read for the 402, expired holds reaped, the hold tried again)."""
+    kwargs = {"limits": limits, "amount_units": amount_units, "now": now, "request_id": request_id}
+    normalized = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
+    pairs = _dedupe(normalized, now)
+    ids = _cached_ids([key for key, _ in pairs])
+    if ids is None:
+        return await on_thread(**kwargs)
+    checks = sorted(
+        ((counter_id, limit) for counter_id, (_, limit) in zip(ids, pairs, strict=True)), key=lambda item: item[0]
+    )
+    reservation_id, refused = await sql.hold_all_async(
+        [
+            (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
+            for counter_id, limit in checks
+        ],
+        amount=amount_units,
+        request_id=request_id,
+        now=now,
+        expires_at=now + timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL),
+    )
+    if refused is not None:
+        return await on_thread(**kwargs)
+    return Hold(
+        reservation_id=reservation_id,
+        counter_ids=tuple(counter_id for counter_id, _ in checks),
+        amount_units=amount_units,
+    )
+
+
 def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
     """Release the hold and add the actual cost (to the BYOK column when a BYOK key paid)."""
     spend_settle_many([Settlement(hold=hold, cost_units=cost_units, is_byok=is_byok)])
@@ -248,6 +295,16 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
         for counter_id in sorted(totals):  # ascending, like reservations: no deadlocks
             release, spent, byok_spent = totals[counter_id]
             sql.apply_totals(cursor, counter_id=counter_id, release=release, spent=spent, byok_spent=byok_spent)
+
+
+async def spend_settle_many_async(settlements: list[Settlement]) -> None:
+    """`spend_settle_many` on PostgreSQL as one statement sent from the event loop (budgets/counter_sql.py
+    `settle_all_async`, the function of migration budgets/0004): the same arithmetic, one round trip."""
+    if not settlements:
+        return
+    await sql.settle_all_async(
+        [(s.hold.reservation_id, s.hold.amount_units, s.cost_units, s.is_byok, s.hold.counter_ids) for s in settlements]
+    )
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:

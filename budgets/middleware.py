@@ -28,7 +28,7 @@ from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
-from gateway_project.db_thread import in_db_thread
+from gateway_project.db_thread import in_db_thread, loop_client_usable
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
@@ -36,8 +36,25 @@ from inference.pipeline.context import Candidate, Context, SpendLimit
 logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")
 _load_workspace_limits = db_reader(workspace_spend_limits)
-_reserve = in_db_thread(spend_reserve)
-_settle = in_db_thread(spend_settle)
+_reserve_on_thread = in_db_thread(spend_reserve)
+_settle_on_thread = in_db_thread(spend_settle)
+
+
+async def _reserve(**kwargs) -> Hold:
+    """The hold: on PostgreSQL its statement goes over the event loop's own connection (gateway_project/fast_pg.py,
+    no thread hop); on SQLite, inside a test's `async_to_sync` transaction, or for a naive datetime it runs on the
+    data plane's database thread as before."""
+    if loop_client_usable() and kwargs["now"].tzinfo is not None:
+        return await counters.spend_reserve_async(**kwargs, on_thread=_reserve_on_thread)
+    return await _reserve_on_thread(**kwargs)
+
+
+async def _settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
+    """One settlement on its own (a hold released because its client went away), sent like the hold."""
+    if loop_client_usable():
+        await counters.spend_settle_many_async([Settlement(hold=hold, cost_units=cost_units, is_byok=is_byok)])
+    else:
+        await _settle_on_thread(hold=hold, cost_units=cost_units, is_byok=is_byok)
 
 
 def clear_caches() -> None:

@@ -4,7 +4,8 @@ BudgetMiddleware awaits the settlement of its own request (after the answer went
 is fire-and-forget and a second cancellation does not lose it. Settlements of requests that finish within
 `GATEWAY_BUDGET_SETTLE_FLUSH_MS` of each other (0: no waiting; requests finishing while a batch is written
 still share the next one) are written by `counters.spend_settle_many`: one DELETE of the reservation rows,
-one UPDATE per counter. The writes run on Django's shared sync thread, like the holds. While the database is
+one UPDATE per counter; on PostgreSQL one call of the function of migration budgets/0004 doing all of it, sent
+from the event loop like the holds (gateway_project/fast_pg.py). While the database is
 unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`; a batch that
 fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
 fails is logged, and its hold is released when it expires (`reservations_reap`), as it would be for a process
@@ -17,18 +18,34 @@ import logging
 
 from django.conf import settings
 
-from budgets.counters import Settlement, spend_settle, spend_settle_many
-from gateway_project.db_thread import in_db_thread
+from budgets.counters import Hold, Settlement, spend_settle, spend_settle_many, spend_settle_many_async
+from gateway_project.db_thread import in_db_thread, loop_client_usable
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 
 logger = logging.getLogger("gateway.budgets")
 MAX_BATCH = 500
 
 
-# On the data plane's database thread, with the holds (gateway_project/db_thread.py); a connection broken by
-# a database restart is closed there before the error comes back, so the next try opens a fresh one.
-_settle_many = in_db_thread(spend_settle_many)
-_settle_one = in_db_thread(spend_settle)
+# PostgreSQL: one statement over the event loop's own connection, like the holds (gateway_project/fast_pg.py; a
+# broken connection is replaced on the next call). Otherwise on the data plane's database thread
+# (gateway_project/db_thread.py), where a connection broken by a database restart is closed before the error
+# comes back, so the next try opens a fresh one.
+_settle_many_on_thread = in_db_thread(spend_settle_many)
+_settle_one_on_thread = in_db_thread(spend_settle)
+
+
+async def _settle_many(settlements: list[Settlement]) -> None:
+    if loop_client_usable():
+        await spend_settle_many_async(settlements)
+    else:
+        await _settle_many_on_thread(settlements)
+
+
+async def _settle_one(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
+    if loop_client_usable():
+        await spend_settle_many_async([Settlement(hold=hold, cost_units=cost_units, is_byok=is_byok)])
+    else:
+        await _settle_one_on_thread(hold=hold, cost_units=cost_units, is_byok=is_byok)
 
 
 async def _settle_batch(settlements: list[Settlement]) -> None:

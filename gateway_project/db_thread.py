@@ -90,6 +90,26 @@ def in_db_thread(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return call
 
 
+_postgresql: bool | None = None
+
+
+def loop_client_usable() -> bool:
+    """True when a data plane statement may go over the event loop's own PostgreSQL connection
+    (gateway_project/fast_pg.py) instead of this thread: the database is PostgreSQL and the caller is not
+    inside `async_to_sync` (a synchronous test calling the data plane inside its transaction, which only the
+    calling thread's connection sees)."""
+    global _postgresql
+    if _postgresql is None:
+        from django.db import DEFAULT_DB_ALIAS, connections
+
+        _postgresql = connections[DEFAULT_DB_ALIAS].vendor == "postgresql"
+    return _postgresql and getattr(AsyncToSync.executors, "current", None) is None
+
+
 def shutdown() -> None:
-    """Close the data plane thread's database connection and stop it (process or test-session end)."""
+    """Close the data plane thread's database connection and stop it, and the event loops' PostgreSQL
+    connections (process or test-session end)."""
+    from gateway_project import fast_pg
+
     data_plane_thread.shutdown()
+    fast_pg.close_all()

@@ -1,0 +1,412 @@
+"""The event loop's own PostgreSQL client (gateway_project/fast_pg.py) and the budget hold sent over it.
+
+Against the real PostgreSQL test database (skipped on SQLite, where the hold stays on the database thread):
+exactness of many concurrent holds, one failing pipelined statement leaving the others alone, a connection
+killed by the server (in flight: 503 through the data plane; idle: replaced on the next call), a statement
+past the deadline, a hold whose client went away, and the number of connections the process keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import httpx
+import psycopg
+import pytest
+from django.db import DataError, OperationalError, connection
+
+from budgets import counter_sql
+from budgets.models import SpendCounter, SpendReservation
+from gateway_project import fast_pg
+from tests.budgets.test_concurrency import database_url
+from tests.inference.conftest import add_endpoint, wait_idle
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_only(transactional_db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the event loop's client is for PostgreSQL (DATABASE_URL)")
+
+
+def run(coro):
+    """Run `coro` on a fresh event loop in a plain thread (Django refuses database calls from a running loop)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as error:
+            box["error"] = error
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(60)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def backends(application_name: str = "gateway-data-plane") -> list[tuple[int, str, str | None]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, state, wait_event_type FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            [application_name],
+        )
+        return cursor.fetchall()
+
+
+def wait_for(condition, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def terminate(pid: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+class RowLock:
+    """A transaction on its own connection holding a counter row's lock: holds on it wait."""
+
+    def __init__(self, counter_id: int) -> None:
+        self.conn = psycopg.connect(database_url(connection.settings_dict))
+        self.conn.execute("SELECT 1 FROM budgets_spendcounter WHERE id = %s FOR UPDATE", [counter_id])
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def now_aware() -> datetime:
+    return datetime.now(UTC)
+
+
+def counter() -> SpendCounter:
+    return SpendCounter.objects.create(
+        scope="workspace", scope_id=str(uuid.uuid4()), interval="daily", period_start=now_aware().replace(hour=0)
+    )
+
+
+# The client itself
+
+
+def test_many_concurrent_holds_are_exact_against_the_limit():
+    row = counter()
+    limit, amount, attempts = 37 * 1000, 1000, 200
+
+    async def scenario():
+        now = now_aware()
+        return await asyncio.gather(
+            *(
+                counter_sql.hold_all_async(
+                    [(row.id, limit, False)],
+                    amount=amount,
+                    request_id=f"r{i}",
+                    now=now,
+                    expires_at=now + timedelta(minutes=5),
+                )
+                for i in range(attempts)
+            )
+        )
+
+    outcomes = run(scenario())
+    held = [reservation for reservation, refused in outcomes if refused is None]
+    assert len(held) == 37 and sum(1 for _, refused in outcomes if refused == 0) == attempts - 37
+    row.refresh_from_db()
+    assert row.reserved_units == 37 * amount
+    assert set(SpendReservation.objects.values_list("id", flat=True)) == set(held)
+
+
+def test_a_failing_pipelined_statement_does_not_affect_the_others():
+    async def scenario():
+        client = fast_pg.client()
+        return await asyncio.gather(
+            client.query(b"SELECT $1::int + 1", [b"1"]),
+            client.query(b"SELECT 1 / $1::int", [b"0"]),
+            client.query(b"SELECT $1::int * 10", [b"3"]),
+            client.query(b"SELECT $1::int", [b"not a number"]),
+            client.query(b"SELECT 'fine'", []),
+            return_exceptions=True,
+        )
+
+    two, divided, thirty, bad, fine = run(scenario())
+    assert two.get_value(0, 0) == b"2" and thirty.get_value(0, 0) == b"30" and fine.get_value(0, 0) == b"fine"
+    assert isinstance(divided, DataError) and "division by zero" in str(divided)
+    assert isinstance(bad, DataError) and "invalid input syntax" in str(bad)
+
+
+def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced():
+    async def scenario():
+        client = fast_pg.client()
+        first_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
+        in_flight = asyncio.ensure_future(client.query(b"SELECT pg_sleep(30)", []))
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(terminate, int(first_pid))
+        with pytest.raises(OperationalError):
+            await asyncio.wait_for(in_flight, 10)
+        second_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
+        return first_pid, second_pid
+
+    first, second = run(scenario())
+    assert first != second
+
+
+def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_call():
+    async def scenario():
+        client = fast_pg.client()
+        first_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
+        await asyncio.to_thread(terminate, first_pid)
+        await asyncio.sleep(0.3)  # the server closed the socket: noticed by the loop
+        assert client.connections_open() == 0
+        second_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
+        return first_pid, second_pid
+
+    first, second = run(scenario())
+    assert first != second
+
+
+def test_no_answer_within_the_deadline_is_an_operational_error_and_a_new_connection():
+    async def scenario():
+        client = fast_pg.client()
+        slow = asyncio.ensure_future(client.query(b"SELECT pg_sleep(5)", [], timeout=0.3))
+        queued = asyncio.ensure_future(client.query(b"SELECT 1", [], timeout=3))
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="did not answer within 0.3 s"):
+            await slow
+        waited = time.monotonic() - started
+        with pytest.raises(OperationalError):  # behind the stuck one on the same connection
+            await queued
+        after = await client.query(b"SELECT 2", [], timeout=3)
+        return waited, after.get_value(0, 0)
+
+    waited, value = run(scenario())
+    assert waited < 2 and value == b"2"
+
+
+def test_an_unreachable_database_is_an_operational_error(monkeypatch):
+    params = fast_pg.connection_params()
+
+    async def scenario():
+        client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": 1, "connect_timeout": 2})
+        with pytest.raises(OperationalError):
+            await client.query(b"SELECT 1", [], timeout=3)
+
+    run(scenario())
+
+
+def test_the_process_keeps_one_connection_per_event_loop():
+    before = len(backends())
+    for _ in range(5):  # five event loops one after the other: each one's connection replaces the last's
+
+        async def scenario():
+            client = fast_pg.client()
+            await asyncio.gather(*(client.query(b"SELECT 1", []) for _ in range(50)))
+
+        run(scenario())
+    assert fast_pg.open_connections() <= before + 1
+    wait_for(lambda: len(backends()) <= before + 1)
+    fast_pg.close_all()
+    wait_for(lambda: len(backends()) == 0 or fast_pg.open_connections() == 0)
+
+
+# Through the data plane (the gateway on a loopback port)
+
+
+@pytest.fixture
+def priced_echo(transactional_db):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    return add_endpoint("echo/echo-1", "echo", prompt_price="0", completion_price="0.001")
+
+
+@pytest.fixture
+def http(gateway_server, org, priced_echo):
+    with httpx.Client(base_url=f"{gateway_server.url}/api/v1", timeout=30) as client:
+        client.headers["Authorization"] = f"Bearer {org.inference_key}"
+        yield client
+    wait_idle()
+
+
+def put_budget(org, limit):
+    response = org.client().put(
+        f"/api/v1/workspaces/{org.workspace.slug}/budgets/daily", {"limit_usd": limit}, format="json"
+    )
+    assert response.status_code == 200, response.content
+
+
+def ask(http, **kwargs):
+    return http.post("/responses", json={"model": "echo/echo-1", "input": "a b c", "max_output_tokens": 4}, **kwargs)
+
+
+def workspace_counter(org) -> SpendCounter:
+    wait_idle()
+    return SpendCounter.objects.get(scope="workspace", scope_id=str(org.workspace.id), interval="daily")
+
+
+def test_holds_through_the_data_plane_use_the_loop_connection(http, org):
+    put_budget(org, 0.012)  # three requests of $0.004
+    assert [ask(http).status_code for _ in range(4)] == [200, 200, 200, 402]
+    assert backends()  # the server's event loop holds its connection
+    counter_row = workspace_counter(org)
+    assert counter_row.spent_usd == Decimal("0.012") and counter_row.reserved_units == 0
+    assert not SpendReservation.objects.exists()
+
+
+def test_server_killing_the_connection_of_a_hold_in_flight_is_a_503_then_the_next_request_passes(http, org):
+    put_budget(org, 5)
+    assert ask(http).status_code == 200  # the counter exists and its id is cached
+    counter_row = workspace_counter(org)
+    lock = RowLock(counter_row.id)
+    try:
+        answer: dict = {}
+        asking = threading.Thread(target=lambda: answer.setdefault("response", ask(http)))
+        asking.start()
+        waiting = wait_for(lambda: [b for b in backends() if b[2] == "Lock"])  # the hold waits for the row
+        terminate(waiting[0][0])
+        asking.join(10)
+    finally:
+        lock.release()
+    response = answer["response"]
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "2"
+    assert response.json()["error"]["message"].startswith("Service temporarily unavailable: the database")
+    assert ask(http).status_code == 200  # a new connection
+    counter_row = workspace_counter(org)
+    assert counter_row.reserved_units == 0 and counter_row.spent_usd == Decimal("0.008")
+
+
+def test_server_killing_the_idle_connection_is_noticed_and_the_next_request_passes(http, org):
+    put_budget(org, 5)
+    assert ask(http).status_code == 200
+    (pid, _, _), *_ = wait_for(backends)
+    terminate(pid)
+    wait_for(lambda: pid not in [b[0] for b in backends()])  # gone (pg_terminate_backend only signals it)
+    time.sleep(0.2)  # its socket closes as the process exits, a moment after it leaves pg_stat_activity
+    assert ask(http).status_code == 200
+    assert workspace_counter(org).spent_usd == Decimal("0.008")
+
+
+def test_a_hold_past_the_deadline_is_a_503(http, org, settings):
+    put_budget(org, 5)
+    assert ask(http).status_code == 200
+    counter_row = workspace_counter(org)
+    settings.GATEWAY_DB_DEADLINE_SECONDS = 0.5
+    lock = RowLock(counter_row.id)
+    try:
+        started = time.monotonic()
+        response = ask(http)
+        waited = time.monotonic() - started
+    finally:
+        lock.release()
+    assert response.status_code == 503 and response.headers["Retry-After"] == "2"
+    assert waited < 3
+    settings.GATEWAY_DB_DEADLINE_SECONDS = 5
+    assert ask(http).status_code == 200
+
+
+def test_a_hold_whose_client_went_away_is_released(http, org):
+    put_budget(org, 5)
+    assert ask(http).status_code == 200
+    counter_row = workspace_counter(org)
+    lock = RowLock(counter_row.id)
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            ask(http, timeout=0.5)  # the client gives up while the hold waits for the row lock
+        wait_for(lambda: [b for b in backends() if b[2] == "Lock"])
+    finally:
+        lock.release()  # the hold completes now, after its client left
+
+    def released():
+        wait_idle()
+        row = SpendCounter.objects.get(id=counter_row.id)
+        return row.reserved_units == 0 and not SpendReservation.objects.exists()
+
+    wait_for(released)
+    assert SpendCounter.objects.get(id=counter_row.id).spent_usd == Decimal("0.004")  # the first request only
+
+
+# The settlement in one statement (migration budgets/0004) against the statement-by-statement one
+
+
+def settle_scenario(scope: str, settle) -> list[tuple[int, int, int]]:
+    """Holds on overlapping counters, one reaped before its settlement, one listed twice, BYOK and not; settled
+    by `settle(settlements)`. Returns (reserved, spent, BYOK spent) of the counters."""
+    from django.test import override_settings
+
+    from budgets import counters
+    from budgets.counters import Settlement
+    from inference.pipeline.context import SpendLimit
+
+    def limit(name):
+        return SpendLimit(
+            scope="api-key", scope_id=f"{scope}-{name}", name=name, limit_usd=Decimal("100"), interval="daily"
+        )
+
+    now = now_aware().replace(hour=10)
+    a, b, c = limit("a"), limit("b"), limit("c")
+    with override_settings(GATEWAY_BUDGET_RESERVATION_TTL=60):
+        slow = counters.spend_reserve(limits=[a, b], amount_units=5000, now=now)
+        holds = [
+            counters.spend_reserve(limits=limits, amount_units=amount, now=now + timedelta(seconds=50))
+            for limits, amount in (([a], 700), ([b, c], 900), ([a, b, c], 1100), ([c], 300))
+        ]
+        assert counters.reservations_reap(now=now + timedelta(seconds=61)) == 1  # `slow` charged its hold
+    settle(
+        [
+            Settlement(hold=slow, cost_units=4000, is_byok=False),
+            Settlement(hold=holds[0], cost_units=100, is_byok=False),
+            Settlement(hold=holds[1], cost_units=200, is_byok=True),
+            Settlement(hold=holds[2], cost_units=0, is_byok=False),
+            Settlement(hold=holds[2], cost_units=50, is_byok=True),  # listed twice: released once
+            Settlement(hold=holds[0], cost_units=7, is_byok=False),  # again
+        ]
+    )
+    settle([Settlement(hold=holds[3], cost_units=300, is_byok=False)])
+    settle([Settlement(hold=holds[3], cost_units=1, is_byok=False)])  # settled already: its cost only
+    return [
+        tuple(
+            SpendCounter.objects.filter(scope_id=f"{scope}-{name}")
+            .values_list("reserved_units", "spent_units", "byok_spent_units")
+            .get()
+        )
+        for name in "abc"
+    ]
+
+
+def test_the_one_statement_settlement_matches_the_statement_by_statement_one():
+    from budgets import counters
+
+    by_statements = settle_scenario("sync", counters.spend_settle_many)
+    one_statement = settle_scenario("async", lambda settlements: run(counters.spend_settle_many_async(settlements)))
+    assert one_statement == by_statements
+    assert by_statements == [(0, 4000 + 107, 50), (0, 4000, 250), (0, 301, 250)]
+    assert not SpendReservation.objects.exists()
+
+
+def test_many_concurrent_settlements_through_the_data_plane_are_exact(http, org):
+    put_budget(org, 5)
+
+    def one():
+        return ask(http).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda _: one(), range(40)))
+    assert codes == [200] * 40
+    row = workspace_counter(org)
+    assert row.reserved_units == 0 and row.spent_usd == Decimal("0.160")
+    assert not SpendReservation.objects.exists()
