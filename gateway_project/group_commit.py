@@ -1,8 +1,8 @@
 """Group commit: items submitted close together on one event loop are written by one call, and none is lost.
 
 Used by the accounting writer (Generation rows, inference/recorder.py) and the budget settler (spend
-settlements, budgets/settler.py). A caller awaits its own item's write (`submit`), shielded: a second
-cancellation of the caller does not take the item out of the queue. Each event loop has its own queue
+settlements, budgets/settler.py). A caller awaits its own item's write (`submit`); a cancellation of the
+caller (a second one included) does not take the item out of the queue. Each event loop has its own queue
 (asyncio futures belong to one loop). The queue waits `flush_ms()` milliseconds, or until `max_batch`
 items are pending, and hands the batch to `write_batch`. While the database is unreachable (a restart, a
 failover) the batch is retried with backoff for up to `retry_seconds()`; a batch that fails otherwise, or
@@ -81,7 +81,9 @@ class GroupCommit(Generic[T]):
         queue.pending.append((item, future))
         if queue.task is None:
             queue.task = asyncio.ensure_future(self._drain(queue))
-        await asyncio.shield(future)
+        # Not shielded: a cancelled caller cancels only its future; the item stays in the queue and is written
+        # (the writer skips futures already done). `shield` cost an extra future and two callbacks per item.
+        await future
 
     def in_flight(self) -> int:
         """Items of the running event loop not written yet (the shutdown drain waits for 0)."""

@@ -1,6 +1,7 @@
 """The outbox write of every recorded generation, and the end of its stored trace.
 
-In the accounting transaction (`outbox_record`, receiver of `generation_recorded`): which destinations get a
+In the accounting transaction (`outbox_record`, receiver of `generation_recorded`; on PostgreSQL its insert is
+sent with the batch's one query, inference/accounting.py `deferred_statements`): which destinations get a
 delivery is decided from cheap facts only (enabled, key allowlist, region, sampling); the trace is built once,
 cut to the size cap and encrypted (observability/bodies.py) into one TraceBody row, and each destination gets
 a light OutboxEntry row (no copy of the trace). `filter_rules`, privacy mode, broadcast flags and the wire
@@ -21,6 +22,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from inference.accounting import deferred_statements
 from observability.bodies import IO_FIELDS, seal
 from observability.conf import setting
 from observability.models import DeliveryStatus, OutboxEntry, TraceBody
@@ -83,12 +85,25 @@ def _insert_outbox(rows: list[tuple[uuid.UUID, bool]], generation_id, body: tupl
         params += [row_id if native else row_id.hex, destination_id if native else destination_id.hex]
         params += [generation, include_io, pending, 0, when, "", when]
     body_sql, outbox_sql, both = _statements_for(len(rows))
+    if connection.vendor == "postgresql":
+        batch = deferred_statements()
+        if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
+            import psycopg
+
+            connection.ensure_connection()
+            text = psycopg.ClientCursor(connection.connection).mogrify(both, params).encode()
+            batch.add(text, on_error=lambda error: _queue_failed(generation_id, error))
+            return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(both, params)
             return
         cursor.execute(body_sql, params[:5])
         cursor.execute(outbox_sql, params[5:])
+
+
+def _queue_failed(generation_id, error: Exception) -> None:
+    logger.error("could not queue the traces of generation %s", generation_id, exc_info=error)
 
 
 def outbox_record(*, generation, ctx) -> int:
@@ -111,8 +126,12 @@ def outbox_record(*, generation, ctx) -> int:
                 for name in IO_FIELDS:  # no destination receives or filters on them: never stored
                     record.pop(name, None)
             body = seal(record, max_body_bytes())
-            with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it
-                _insert_outbox([(route.id, io) for route, io in rows], generation.id, body, timezone.now())
+            outbox = [(route.id, io) for route, io in rows]
+            if deferred_statements() is not None:  # PostgreSQL: in the batch's one query, in a savepoint of its own
+                _insert_outbox(outbox, generation.id, body, timezone.now())
+            else:
+                with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it
+                    _insert_outbox(outbox, generation.id, body, timezone.now())
     except Exception:
         logger.exception("could not queue the traces of generation %s", generation.id)
         return 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts, occurrences
+from guardrails.detectors.textindex import WordSet, anchored_finditer, digit_count, digit_run_starts, occurrences
 
 Span = tuple[int, int]
 
@@ -57,9 +57,13 @@ _GERMAN_NUMBER = re.compile(
 _FRENCH_HINTS = ("rue", "av", "bd", "boulevard", "place", "chemin", "allée", "impasse", "quai", "cours")
 
 
+_HINT_WORDS = WordSet(("box", *_GERMAN_HINTS, *_FRENCH_HINTS))  # looked up in the lower-cased text
+_GERMAN_WORD_SET = WordSet(_GERMAN_WORDS)  # looked up in the text
+
+
 def _german_number(text: str) -> bool:
     match = _GERMAN_NUMBER.match
-    return any(match(text, start) for start in occurrences(text, _GERMAN_WORDS))
+    return any(match(text, start) for start in occurrences(text, _GERMAN_WORD_SET(text)))
 
 
 def find_addresses(text: str) -> list[Span]:
@@ -68,11 +72,12 @@ def find_addresses(text: str) -> list[Span]:
     lower = text.lower()
     starts = digit_run_starts(text)  # the North American / British and the French forms start with the number
     spans: list[Span] = [m.span() for m in anchored_finditer(_STREET, text, starts)]
-    if "box" in lower:
+    present = _HINT_WORDS(lower)
+    if "box" in present:
         spans += [m.span() for m in _PO_BOX.finditer(text)]
-    if any(hint in lower for hint in _GERMAN_HINTS) and _german_number(text):
+    if not present.isdisjoint(_GERMAN_HINTS) and _german_number(text):
         spans += [m.span() for m in _GERMAN.finditer(text)]
-    if any(hint in lower for hint in _FRENCH_HINTS):
+    if not present.isdisjoint(_FRENCH_HINTS):
         spans += [m.span() for m in anchored_finditer(_FRENCH, text, starts)]
     merged: list[Span] = []
     for start, end in sorted(spans):

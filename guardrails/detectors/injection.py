@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from guardrails.detectors.textindex import anchored_finditer, folded, occurrences
+from guardrails.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
 
 Span = tuple[int, int]
 
@@ -39,7 +39,7 @@ _CUES = (
 )  # fmt: skip
 
 # Words each phrase cannot match without (one of each group must occur in the folded text), in _PHRASES order;
-# the first group holds the words the phrase starts with (checked last: the others are rarer). A phrase whose
+# the first group holds the words the phrase starts with. A phrase whose
 # words are missing cannot match anywhere, and an alternation without the branches that cannot match finds
 # exactly what the whole one finds; most texts leave no phrase, long ones one or two, and those are tried
 # only where their first words occur.
@@ -71,25 +71,27 @@ def _phrases(indexes: tuple[int, ...]) -> re.Pattern:
     return re.compile("|".join(f"(?:{_PHRASES[i]})" for i in indexes), re.IGNORECASE)
 
 
+# Every cue and required word, looked up in one pass over the text.
+_WORDS = WordSet((*_CUES, *(word for groups in _REQUIRED for group in groups for word in group)))
+
+
 def find_prompt_injections(text: str) -> list[Span]:
     lower = text.lower()
-    if not any(cue in lower for cue in _CUES):
+    if len(text) < SHORT_TEXT and not any(cue in lower for cue in _CUES):
+        return []  # most short texts: as cheap as before
+    present = _WORDS(lower)
+    if present.isdisjoint(_CUES):
         return []
-    words = folded(text)
-    present: dict[str, bool] = {}  # several phrases ask for the same word
-
-    def has(word: str) -> bool:
-        found = present.get(word)
-        if found is None:
-            found = present[word] = word in words
-        return found
-
+    words = lower
+    if not text.isascii():  # the folded text differs from the lower-cased one only outside ASCII
+        words = folded(text)
+        present = _WORDS(words)
     possible = tuple(
         index
         for index, (first, *rest) in enumerate(_REQUIRED)
-        if all(any(map(has, group)) for group in rest) and any(map(has, first))
+        if all(not present.isdisjoint(group) for group in rest) and not present.isdisjoint(first)
     )
     if not possible:
         return []
-    starts = occurrences(words, {word for index in possible for word in _REQUIRED[index][0]})
+    starts = occurrences(words, present.intersection(word for index in possible for word in _REQUIRED[index][0]))
     return [m.span() for m in anchored_finditer(_phrases(possible), text, starts)]

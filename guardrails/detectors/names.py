@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from guardrails.detectors.textindex import anchored_finditer, folded, occurrences
+from guardrails.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
 
 Span = tuple[int, int]
 
@@ -47,6 +47,8 @@ _CUE_HINTS = ("name", "i am", "i'm", "this is", "call me", "signed", "regards", 
 # How each alternative of _CUE begins (lower case): a cue match starts where one of these occurs in folded(text).
 _CUE_STARTS = ("my name", "i am", "i'm", "this is", "call me", "signed", "regards,", "sincerely,", "cheers,", "name",
                "patient", "customer", "contact")  # fmt: skip
+_HONORIFIC_WORDS = WordSet(_HONORIFIC_HINTS)  # looked up in the text
+_CUE_WORDS = WordSet((*_CUE_HINTS, *_CUE_STARTS))  # looked up in the lower-cased text
 
 _COMMON = frozenset(
     """
@@ -96,13 +98,25 @@ def find_person_names(text: str) -> list[Span]:
     if not text or text.islower():
         return []
     spans: list[Span] = []
+    short = len(text) < SHORT_TEXT  # a few `in` scans cost less than a WordSet pass
     # An honorific match starts where one of the hints (each alternative's first letters) occurs in the text.
-    if any(hint in text for hint in _HONORIFIC_HINTS):
-        matches = anchored_finditer(_HONORIFIC, text, occurrences(text, _HONORIFIC_HINTS))
+    if short:
+        honorifics = _HONORIFIC_HINTS if any(hint in text for hint in _HONORIFIC_HINTS) else ()
+    else:
+        honorifics = _HONORIFIC_WORDS(text)
+    if honorifics:
+        matches = anchored_finditer(_HONORIFIC, text, occurrences(text, honorifics))
         spans += [m.span(1) for m in matches if _surname_ok(m.group(1).split()[-1])]
     lower = text.lower()
-    if any(hint in lower for hint in _CUE_HINTS):
-        for m in anchored_finditer(_CUE, text, occurrences(folded(text), _CUE_STARTS)):
+    if short:
+        cue, cue_starts = any(hint in lower for hint in _CUE_HINTS), _CUE_STARTS
+    else:
+        present = _CUE_WORDS(lower)
+        cue, cue_starts = not present.isdisjoint(_CUE_HINTS), present.intersection(_CUE_STARTS)
+    if cue:
+        # folded(text) is `lower` for an ASCII text (and the starts were looked up in `lower`)
+        starts = occurrences(lower, cue_starts) if text.isascii() else occurrences(folded(text), _CUE_STARTS)
+        for m in anchored_finditer(_CUE, text, starts):
             first = m.group(1).split()[0]
             if first[0].isupper() and first in given_names() and first not in _COMMON:
                 spans.append(m.span(1))

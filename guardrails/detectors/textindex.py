@@ -75,3 +75,69 @@ def anchored_finditer(pattern: re.Pattern, text: str, starts: Iterable[int]) -> 
             matches.append(m)
             cursor = m.end()
     return matches
+
+
+_RE2_SPECIAL = frozenset("\\.^$|?*+()[]{}")
+# Below this length a few `in` scans, stopping at the first hit, cost less than the RE2 pass (which has about
+# 1 µs of fixed cost: encoding the text, the call, the result).
+SHORT_TEXT = 512
+
+
+class _Present:
+    """`{w for w in words if w in haystack}` for a short haystack, evaluated lazily with `in` (the operations
+    the detectors use, each given a subset of `words`)."""
+
+    __slots__ = ("haystack", "words")
+
+    def __init__(self, haystack: str, words: tuple[str, ...]):
+        self.haystack, self.words = haystack, words
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.haystack
+
+    def __iter__(self):
+        return (word for word in self.words if word in self.haystack)
+
+    def __bool__(self) -> bool:
+        return any(word in self.haystack for word in self.words)
+
+    def isdisjoint(self, words: Iterable[str]) -> bool:
+        return not any(word in self.haystack for word in words)
+
+    def intersection(self, words: Iterable[str]) -> set[str]:
+        return {word for word in words if word in self.haystack}
+
+
+class WordSet:
+    """Which of a fixed list of literal strings occur in a text, in one RE2 Set pass over it: exactly
+    `{w for w in words if w in haystack}` (case-sensitive, overlapping occurrences included), but one linear
+    scan instead of one `in` scan per word (73 words over 2.4 KB: 5 µs instead of 65 µs)."""
+
+    def __init__(self, words: Iterable[str]):
+        self.words = tuple(dict.fromkeys(words))
+        self._set = None
+
+    def _compiled(self):
+        if self._set is None:
+            import re2
+
+            options = re2.Options()
+            options.log_errors = False
+            screen = re2.Set.SearchSet(options)
+            for word in self.words:
+                screen.Add("".join("\\" + c if c in _RE2_SPECIAL else c for c in word))
+            screen.Compile()
+            self._set = screen
+        return self._set
+
+    def __call__(self, haystack: str) -> frozenset[str] | _Present:
+        if len(haystack) < SHORT_TEXT:
+            return _Present(haystack, self.words)
+        try:
+            indexes = self._compiled().Match(haystack)
+        except UnicodeError:  # a lone surrogate (JSON allows "\ud800") cannot be encoded for RE2
+            return frozenset(word for word in self.words if word in haystack)
+        if not indexes:  # None for an empty text
+            return frozenset()
+        words = self.words
+        return frozenset(words[i] for i in indexes)

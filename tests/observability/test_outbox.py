@@ -277,3 +277,36 @@ def test_a_catastrophic_regex_does_not_stall_the_accounting_write(api, org):
     assert rows_for(generation, dest).count() == 1 and forwarded(generation, dest) is False
     generation = record_generation(org, body={"model": "openai/gpt-4o-mini", "input": "a" * 40})
     assert forwarded(generation, dest) is True
+
+
+def test_the_accounting_batch_writes_the_outbox_or_keeps_the_generation_without_it(api, org, monkeypatch, caplog):
+    """Through the accounting writer's own call (on PostgreSQL the outbox insert goes with the batch's one query,
+    in a savepoint of its own): the rows are written; an insert the database refuses loses neither the
+    generation nor its rollups, and is logged."""
+    from analytics.models import UsageRollup
+    from inference.accounting import record_generations_sync
+    from observability import outbox
+    from tests.observability.conftest import make_ctx
+
+    dest = destination(api)
+
+    def batch_of_one():
+        ctx = make_ctx(org)
+        ctx.request_id = str(uuid.uuid4())
+        return record_generations_sync([ctx])[0]
+
+    written = batch_of_one()
+    assert rows_for(written, dest).count() == 1
+    assert payload_of(written, dest)["id"] == str(written.id)
+
+    def refused(rows: int) -> tuple[str, str, str]:
+        failing = "SELECT * FROM no_such_outbox_table WHERE " + " AND ".join(["%s IS NULL"] * (5 + 9 * rows))
+        return failing, failing, failing
+
+    monkeypatch.setattr(outbox, "_statements_for", refused)
+    generation = batch_of_one()
+    assert Generation.objects.filter(pk=generation.pk).exists()
+    assert not rows_for(generation).exists()
+    rollup = UsageRollup.objects.get(organization_id=generation.organization_id, dimension="status")
+    assert rollup.requests == 2
+    assert f"could not queue the traces of generation {generation.id}" in caplog.text
