@@ -20,7 +20,9 @@ special tokens around messages, tools and the request). So:
 
 `token_bound` (one candidate) and `worst_case_tokens` (all candidates) are the token figures other limits
 (rate limits in tokens per minute, per-turn holds of server-tool loops) can hold from; `worst_case_cost` is
-the most expensive candidate's price for them (inference/pricing.py).
+the most expensive candidate's price for them (inference/pricing.py). The policy steps of one request
+(rate limits, then budgets) can share the walk of the body, the endpoint-independent part of the bound:
+`request_prompt(ctx)` computes it once per request body and both pass it as `prompt=`.
 """
 
 from __future__ import annotations
@@ -120,6 +122,23 @@ def _prompt(body: dict[str, Any]) -> _Prompt:
     )
 
 
+_PROMPT_MEMO = "budgets.estimate.prompt"
+
+
+def request_prompt(ctx: Any) -> _Prompt:
+    """The endpoint-independent part of the input bound of `ctx.body`, walked once per request: memoized in
+    `ctx.extras` with the body object it was computed from (a step that replaces `ctx.body` gets a fresh
+    walk). For the policy steps before the handler, which do not change the body in place; pass it as the
+    `prompt=` of `worst_case_tokens` / `worst_case_cost`."""
+    memo = ctx.extras.get(_PROMPT_MEMO)
+    body = ctx.body
+    if memo is not None and memo[0] is body:
+        return memo[1]
+    prompt = _prompt(body)
+    ctx.extras[_PROMPT_MEMO] = (body, prompt)
+    return prompt
+
+
 def _input_bound(prompt: _Prompt, candidate: Candidate) -> int:
     context = candidate.context_length or FALLBACK_CONTEXT_TOKENS
     if "embeddings" in candidate.output_modalities:
@@ -170,9 +189,11 @@ def token_bound(body: dict[str, Any], candidate: Candidate) -> TokenBound:
     return TokenBound(input_token_bound(body, candidate), output_token_cap(body, candidate))
 
 
-def worst_case_tokens(body: dict[str, Any], candidates: list[Candidate]) -> TokenBound:
-    """The largest input and output token bounds over the candidates (each maximised on its own)."""
-    prompt = _prompt(body)
+def worst_case_tokens(body: dict[str, Any], candidates: list[Candidate], prompt: _Prompt | None = None) -> TokenBound:
+    """The largest input and output token bounds over the candidates (each maximised on its own); `prompt`:
+    `request_prompt(ctx)` of this body, when the caller has it."""
+    if prompt is None:
+        prompt = _prompt(body)
     bounds = [(_input_bound(prompt, c), output_token_cap(body, c)) for c in candidates]
     if not bounds:
         return TokenBound(prompt.text_tokens, 0)
@@ -185,9 +206,11 @@ def candidate_worst_case(body: dict[str, Any], candidate: Candidate) -> Decimal:
     return bound_cost(candidate, bound.input_tokens, bound.output_tokens, request_tier(body))
 
 
-def worst_case_cost(body: dict[str, Any], candidates: list[Candidate]) -> Decimal:
-    """The highest cost the request can have on any of its candidate endpoints (USD)."""
-    prompt = _prompt(body)
+def worst_case_cost(body: dict[str, Any], candidates: list[Candidate], prompt: _Prompt | None = None) -> Decimal:
+    """The highest cost the request can have on any of its candidate endpoints (USD); `prompt`:
+    `request_prompt(ctx)` of this body, when the caller has it."""
+    if prompt is None:
+        prompt = _prompt(body)
     tier = request_tier(body)
     worst = Decimal(0)
     for candidate in candidates:

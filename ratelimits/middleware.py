@@ -26,12 +26,8 @@ async def _token_bound(ctx: Context) -> int:
             candidates = await resolve_candidates(ctx)
         except GatewayError:  # routing fails the same way inside the chain; hold the input side only
             candidates = []
-    worst_case_tokens = getattr(estimate, "worst_case_tokens", None)
-    if worst_case_tokens is not None:
-        bound = worst_case_tokens(ctx.body, candidates)
-        return bound.input_tokens + bound.output_tokens
-    input_tokens = estimate.estimate_input_tokens(ctx.body)
-    return input_tokens + max((estimate.output_token_cap(ctx.body, c) for c in candidates), default=0)
+    bound = estimate.worst_case_tokens(ctx.body, candidates, prompt=estimate.request_prompt(ctx))
+    return bound.input_tokens + bound.output_tokens
 
 
 def _actual_tokens(ctx: Context, held: int) -> int:
