@@ -9,7 +9,9 @@ the matches. Each built-in detector runs at most once per text even when several
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+import hashlib
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,10 +189,49 @@ def has_token_input(body: dict) -> bool:
     return isinstance(data, list) and bool(data) and isinstance(data[0], (int, list))
 
 
-def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
-    """Run every guardrail's content filters on every text of the request."""
+class TextCache:
+    """What each filter found in recently scanned texts, kept per scope (the organization), so the messages a
+    chat client resends with every turn are not scanned again. The filters are pure functions of the text
+    (a custom filter is keyed by its expression), so a cached result is what a new scan would find. A text is
+    known by its length and a 128-bit BLAKE2b digest, not kept itself (no prompt outlives its request here).
+    Kept per organization because a shared cache would let one tenant time whether another recently sent a
+    text. Only texts of `min_chars` or more (shorter ones cost a few µs to scan); at most `max_entries` texts,
+    least recently used first out."""
+
+    def __init__(self, max_entries: int = 10_000, min_chars: int = 256):
+        self.max_entries, self.min_chars = max_entries, min_chars
+        self._entries: OrderedDict[tuple[Hashable, int, bytes], dict[tuple[str, str], tuple]] = OrderedDict()
+
+    def entry(self, scope: Hashable, text: str) -> dict[tuple[str, str], tuple] | None:
+        """The results kept for `text` in `scope`, keyed by (engine, pattern); None when the text is too short."""
+        if len(text) < self.min_chars:
+            return None
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = (scope, len(text), digest)
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+            return found
+        found = self._entries[key] = {}
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return found
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def scan(
+    body: dict, policy: EffectivePolicy, cache: TextCache | None = None, scope: Hashable = None
+) -> list[RuleResult]:
+    """Run every guardrail's content filters on every text of the request (with `cache`, reusing what they found
+    in the same texts of earlier requests of `scope`)."""
     slots = request_texts(body)
     texts = [slot.text for slot in slots]
+    kept = [cache.entry(scope, text) for text in texts] if cache is not None else [None] * len(texts)
     results: list[RuleResult] = []
     memo: dict[tuple[str, int], list[tuple[int, int]]] = {}
     screened: dict[tuple[int, int], frozenset[int]] = {}
@@ -211,7 +252,15 @@ def scan(body: dict, policy: EffectivePolicy) -> list[RuleResult]:
                         continue
                 spans = memo.get((pattern, index))
                 if spans is None:
-                    spans = memo[(pattern, index)] = find(text)
+                    entry = kept[index]
+                    found = entry.get((content_filter.engine, pattern)) if entry is not None else None
+                    if found is not None:
+                        spans = list(found)
+                    else:
+                        spans = find(text)
+                        if entry is not None:
+                            entry[(content_filter.engine, pattern)] = tuple(spans)
+                    memo[(pattern, index)] = spans
                 if spans:
                     result.hits.append(Hit(rule, content_filter, slots[index], spans))
         results.append(result)

@@ -12,7 +12,7 @@ from typing import Any
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, has_token_input, opaque_files, redact, scan
+from guardrails.content import RuleResult, TextCache, has_token_input, opaque_files, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
@@ -20,6 +20,7 @@ from inference.pipeline.context import Context, SpendLimit
 from inference.routers.options import SLUG_ROUTERS
 
 _policies = PolicyCache("guardrail-policies")
+_scanned = TextCache()  # what the content filters found in recently scanned texts, per organization
 _EMPTY = EffectivePolicy()
 
 
@@ -99,7 +100,8 @@ class GuardrailMiddleware:
             ctx.endpoint_filters.extend(policy.endpoint_filters)
             if policy.has_filters:
                 self._refuse_unreadable_files(ctx, policy)
-                self._apply_content_filters(ctx, scan(ctx.body, policy))
+                results = scan(ctx.body, policy, _scanned, ctx.principal.organization_id)
+                self._apply_content_filters(ctx, results)
             ctx.spend_limits.extend(self._spend_limits(ctx, policy))
         await self.get_response(ctx)
 

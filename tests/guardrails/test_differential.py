@@ -176,3 +176,21 @@ def test_the_legacy_policy_really_runs_the_legacy_detectors():
     finds = {f.engine: f.find for f in legacy.rules[0].filters}
     assert all(finds[slug] is LEGACY[slug] for slug in LEGACY)
     assert len(legacy.rules[0].filters) == len(LEGACY) + len(REGEXES)
+
+
+@pytest.mark.parametrize("index", range(0, len(SAMPLES), 3))
+def test_scan_from_the_text_cache_is_identical(index):
+    """The second scan of the same texts (a chat client resending its history) answers from the cache."""
+    policy, legacy_policy = full_policy(), _legacy_policy()
+    cache = content.TextCache()
+    texts = SAMPLES[index : index + 3] + LONG_PROMPTS[index : index + 2]
+    old_body = _body(texts)
+    old = legacy_content.scan(old_body, legacy_policy)
+    legacy_content.redact(old)
+    for _ in range(2):
+        new_body = _body(texts)
+        new = content.scan(new_body, policy, cache, "org")
+        assert _summary(new) == _summary(old)
+        content.redact(new)
+        assert new_body == old_body
+    assert len(cache) >= 2  # the long prompts (and the long samples) are kept
