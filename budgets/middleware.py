@@ -22,7 +22,7 @@ from budgets.counters import (
     units_to_usd,
     usd_to_units,
 )
-from budgets.estimate import worst_case_cost
+from budgets.estimate import request_prompt, worst_case_cost
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
 from gateway_project.api.errors import GatewayError
@@ -154,7 +154,7 @@ class BudgetMiddleware:
             # Routing fails the same way inside the chain, where accounting records the failed request; hold
             # nothing, but a limit already reached still refuses (DECISIONS §8).
             candidates = []
-        amount = usd_to_units(worst_case_cost(ctx.body, candidates))
+        amount = usd_to_units(worst_case_cost(ctx.body, candidates, prompt=request_prompt(ctx)))
         try:
             hold = await _reserve_or_release(
                 limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id
