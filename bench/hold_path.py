@@ -1,0 +1,74 @@
+"""CPU and wall time of one budget hold + settlement at c=1 (a settlement batch of one), PostgreSQL only: the
+database-thread path against the event-loop path (gateway_project/fast_pg.py), alternated in one process.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> taskset -c 1 .venv/bin/python bench/hold_path.py   # N=1000
+
+Migrates the database, then runs N holds of two limits (an API-key and a guardrail limit far from reached),
+each settled at once, per path and round (3 rounds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
+
+import django
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+
+from budgets import middleware, settler  # noqa: E402
+from budgets.counters import Settlement  # noqa: E402
+from inference.pipeline.context import SpendLimit  # noqa: E402
+
+LIMITS = [
+    SpendLimit(
+        scope="api-key", scope_id=f"hp-{uuid.uuid4().hex}", name="k", limit_usd=Decimal("1000000"), interval="daily"
+    ),
+    SpendLimit(
+        scope="guardrail",
+        scope_id=f"{uuid.uuid4()}:key:hp",
+        name="w",
+        limit_usd=Decimal("1000000"),
+        interval="daily",
+    ),
+]
+
+
+async def one(path: str) -> None:
+    now = datetime.now(UTC)
+    if path == "thread":
+        hold = await middleware._reserve_on_thread(limits=LIMITS, amount_units=10**6, now=now, request_id="hp")
+        await settler._settle_many_on_thread([Settlement(hold=hold, cost_units=10, is_byok=False)])
+    else:
+        hold = await middleware._reserve(limits=LIMITS, amount_units=10**6, now=now, request_id="hp")
+        await settler._settle_many([Settlement(hold=hold, cost_units=10, is_byok=False)])
+
+
+async def main() -> None:
+    n = int(os.environ.get("N", "1000"))
+    await one("thread")
+    await one("loop")
+    for round_ in range(3):
+        for path in ("thread", "loop"):
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                await one(path)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            per_cpu, per_wall = cpu / n * 1e6, wall / n * 1e6
+            print(f"round {round_ + 1} {path:6s} hold+settle c=1: CPU {per_cpu:.0f} us, wall {per_wall:.0f} us")
+
+
+if __name__ == "__main__":
+    call_command("migrate", verbosity=0)
+    asyncio.run(main())
