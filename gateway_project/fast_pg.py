@@ -239,9 +239,21 @@ class FastPG:
         return connection
 
     async def _ready(self, loop: asyncio.AbstractEventLoop) -> _Connection:
-        if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._connect(loop))
         connecting = self._connecting
+        if connecting is not None and connecting.done():
+            # An attempt whose every waiter gave up (the caller's deadline) and which ended later: a failure is
+            # not this call's answer (the database may be back), a connection it opened is used if still open.
+            self._connecting = None
+            if not connecting.cancelled() and connecting.exception() is None:
+                opened = connecting.result()
+                if not opened.closed and (self._connection is None or self._connection.closed):
+                    self._connection = opened
+                    return opened
+                if opened is not self._connection:
+                    opened.close()
+            connecting = None
+        if connecting is None:
+            connecting = self._connecting = asyncio.ensure_future(self._connect(loop))
         try:
             connection = await asyncio.shield(connecting)
         finally:

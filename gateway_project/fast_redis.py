@@ -155,9 +155,19 @@ class FastRedis:
         protocol = self._protocol
         if protocol is not None:
             return protocol
-        if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._connect())
         connecting = self._connecting
+        if connecting is not None and connecting.done():
+            # An attempt whose every waiter was cancelled, which ended later: its failure is not this call's
+            # answer (Redis may be back); a connection it opened is used if still open.
+            self._connecting = None
+            if not connecting.cancelled() and connecting.exception() is None:
+                opened = connecting.result()
+                if opened.transport is not None and not opened.transport.is_closing():
+                    self._protocol = opened
+                    return opened
+            connecting = None
+        if connecting is None:
+            connecting = self._connecting = asyncio.ensure_future(self._connect())
         try:
             protocol = await asyncio.shield(connecting)
         finally:

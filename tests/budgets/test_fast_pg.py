@@ -208,6 +208,32 @@ def test_an_unreachable_database_is_an_operational_error(monkeypatch):
     run(scenario())
 
 
+def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_the_next_call():
+    """A connect past the caller's deadline goes on (shielded) and fails later, once the database is back: the
+    next call opens a new connection instead of getting that stale failure (a 503 after recovery)."""
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    params = fast_pg.connection_params()
+    proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
+    try:
+        proxy.blackhole()
+
+        async def scenario():
+            client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2})
+            with pytest.raises(OperationalError, match="connecting"):
+                await client.query(b"SELECT 1", [], timeout=0.3)
+            await asyncio.sleep(2.6)  # the attempt itself times out meanwhile (connect_timeout 2 s, libpq's least)
+            assert client._connecting is not None and client._connecting.done()
+            proxy.resume()
+            answer = await client.query(b"SELECT 3", [], timeout=3)
+            client.close()
+            return answer.get_value(0, 0)
+
+        assert run(scenario()) == b"3"
+    finally:
+        proxy.stop()
+
+
 def test_the_process_keeps_one_connection_per_event_loop():
     before = len(backends())
     for _ in range(5):  # five event loops one after the other: each one's connection replaces the last's

@@ -170,3 +170,32 @@ def test_a_silent_server_fails_queued_commands_and_their_callbacks():
             server.close()
 
     asyncio.run(scenario())
+
+
+def test_a_connection_attempt_that_fails_after_its_callers_were_cancelled_does_not_fail_the_next_call():
+    """A connect (here: its SELECT of the database) still running when its only caller is cancelled goes on and
+    fails later; once Redis answers again, the next call opens a new connection instead of getting that failure."""
+    from redis.asyncio.connection import parse_url
+
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    options = parse_url(_url())
+    proxy = BlackholeProxy(options.get("host", "127.0.0.1"), int(options.get("port", 6379))).start()
+    try:
+        proxy.blackhole()
+
+        async def scenario():
+            client = FastRedis(f"redis://127.0.0.1:{proxy.port}/{int(options.get('db', 0) or 0) or 1}", timeout=0.3)
+            try:
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(client.call("PING"), 0.1)
+                await asyncio.sleep(0.6)  # the attempt's SELECT times out meanwhile
+                assert client._connecting is not None and client._connecting.done()
+                proxy.resume()
+                return await client.call("PING")
+            finally:
+                await client.aclose()
+
+        assert asyncio.run(scenario()) == b"PONG"
+    finally:
+        proxy.stop()
