@@ -202,7 +202,7 @@ def _upsert_postgresql(writes: list[tuple], generations: int) -> None:
     added to the batch's one query instead, in a savepoint of its own (a failure is logged there)."""
     import psycopg
 
-    from inference.accounting import deferred_statements, sql_literal
+    from inference.batch_statements import deferred_statements, sql_literal
 
     statement = _upsert_json_sql(tuple(model for model, _ in writes))
     batch = deferred_statements()

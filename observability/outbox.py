@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from inference.accounting import deferred_statements
+from inference.batch_statements import deferred_statements
 from observability.bodies import IO_FIELDS, seal
 from observability.conf import setting
 from observability.models import DeliveryStatus, OutboxEntry, TraceBody

@@ -17,7 +17,7 @@ from django.db import connection
 from django.dispatch import receiver
 
 from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
-from inference.accounting import deferred_statements, sql_literal
+from inference.batch_statements import deferred_statements, sql_literal
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
 
