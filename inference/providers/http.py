@@ -44,6 +44,7 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 from django.conf import settings
+from multidict import CIMultiDict, CIMultiDictProxy, istr
 
 from inference.providers.base import (
     FLUSH,
@@ -57,6 +58,7 @@ from inference.providers.base import (
     UpstreamCall,
     UpstreamRequest,
 )
+from inference.providers.deadline import EventDeadline
 from inference.providers.errors import (
     RAW_LIMIT,
     body_error,
@@ -68,6 +70,28 @@ from inference.providers.errors import (
     scrub,
 )
 from inference.providers.sse import ServerSentEvent, SSEDecoder
+
+SKIPPED_AUTO_HEADERS = ("User-Agent",)  # never sent: the upstream learns nothing of the gateway's software
+_SKIPPED = frozenset(istr(name) for name in SKIPPED_AUTO_HEADERS)
+_SKIPPED_MULTIDICT = CIMultiDictProxy(CIMultiDict((name, None) for name in SKIPPED_AUTO_HEADERS))
+
+
+class UpstreamClientRequest(aiohttp.ClientRequest):
+    """aiohttp's request, adding the automatic headers (Accept and Accept-Encoding unless set; User-Agent never)
+    without the multidict of skipped names and the copy of the request's headers aiohttp builds on every
+    request whenever a session skips one (12.4 -> 8.9 µs a request built, docs/performance.md); any other skip
+    set goes through aiohttp's own code."""
+
+    def update_auto_headers(self, skip_auto_headers: Any) -> None:
+        if skip_auto_headers != _SKIPPED:
+            super().update_auto_headers(skip_auto_headers)
+            return
+        self._skip_auto_headers = _SKIPPED_MULTIDICT  # read by aiohttp when the payload's headers are added
+        headers = self.headers
+        for name, value in self.DEFAULT_HEADERS.items():
+            if name not in headers:
+                headers[name] = value
+
 
 _sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = weakref.WeakKeyDictionary()
 
@@ -84,7 +108,8 @@ def get_session() -> aiohttp.ClientSession:
             trust_env=False,  # never through an environment proxy: upstream hosts come from the catalog only
             # One session serves every tenant: a cookie set by one answer must never ride on another request.
             cookie_jar=aiohttp.DummyCookieJar(),
-            skip_auto_headers=("User-Agent",),
+            skip_auto_headers=SKIPPED_AUTO_HEADERS,
+            request_class=UpstreamClientRequest,
         )
         _sessions[loop] = session
     return session
@@ -111,7 +136,10 @@ def _drop_sessions_at_exit() -> None:
 
 @functools.lru_cache(maxsize=128)
 def _client_timeout(timeouts: Timeouts, stream: bool) -> aiohttp.ClientTimeout:
-    read = timeouts.read if stream else timeouts.total
+    """aiohttp's limits of one call: the connect, and for a stream `read` between two reads of the socket (it
+    also runs while the consumer is slow). A JSON call has no socket-read limit: `post_json`'s `total`,
+    started before the send, always runs out first, and aiohttp re-arming a timer on every read costs CPU."""
+    read = timeouts.read if stream else None
     return aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=read)
 
 
@@ -204,6 +232,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     or was not an event stream.
     """
     response: aiohttp.ClientResponse | None = None
+    deadline: EventDeadline | None = None
     answered = False
     finished = False
     decoder = SSEDecoder()
@@ -234,8 +263,9 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                         break
             if events:
                 yield events
+            deadline = EventDeadline(timeouts.read)
             while chunk:
-                async with asyncio.timeout(timeouts.read):  # per event: bytes without an event are no progress
+                with deadline:  # per event: bytes without an event are no progress
                     while True:
                         chunk = await response.content.readany()
                         size += len(chunk)
@@ -260,6 +290,8 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
             error.maybe_billed = error.maybe_billed or answered
             raise
     finally:
+        if deadline is not None:
+            deadline.close()
         if response is not None:
             if finished:
                 response.release()

@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import time
 
+import orjson
 import pytest
 
 from inference.pipeline.context import Credential
@@ -418,3 +419,22 @@ async def test_cookies_an_upstream_sets_are_never_sent_back(fake_upstream):
     await adapter.complete(call)
     assert fake_upstream.requests[0].path == fake_upstream.requests[1].path == "/v1/responses"
     assert "cookie" not in fake_upstream.requests[1].headers
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("api_format", HTTP_FORMATS)
+async def test_the_headers_on_the_wire(fake_upstream, api_format, stream):
+    """What the upstream receives besides the adapter's own headers: aiohttp's Accept and Accept-Encoding, the
+    body's length, never a User-Agent (the session skips it; inference.providers.http adds the others itself)."""
+    adapter = get_adapter(api_format)
+    call = make_call(fake_upstream, api_format, stream=stream)
+    if stream:
+        await run_stream(adapter, call)
+    else:
+        await adapter.complete(call)
+    headers = fake_upstream.last.headers
+    assert "user-agent" not in headers
+    assert headers["accept"] == "*/*" and headers["accept-encoding"].startswith("gzip, deflate")
+    assert headers["content-type"] == "application/json"
+    assert headers["content-length"] == str(len(orjson.dumps(adapter.build_request(call).json)))
+    assert headers["host"] == fake_upstream.base_url.split("/")[2]
