@@ -228,6 +228,10 @@ class FastRedis:
         self._queue(protocol, _pack(command), future)
         return await future
 
+    def is_open(self) -> bool:
+        """True when a connection is open (`send` queues on it rather than returning None)."""
+        return self._protocol is not None
+
     def send(self, *args: Any) -> asyncio.Future | None:
         """Queue a command on the open connection and return its reply's future (no coroutine, no task); None when
         no connection is open (then use `call`, which opens one). Cancelling the future does not unsend it."""

@@ -236,10 +236,22 @@ class Context:
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
     client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
     ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
+    admission: Any = None  # an admission check sent ahead, not awaited yet (ratelimits): see `admitted`
 
     @property
     def stream(self) -> bool:
         return bool(self.body.get("stream"))
+
+
+async def admitted(ctx: Context) -> None:
+    """Await the admission check a middleware sent ahead and left pending (ratelimits.middleware sends the
+    rate-limit check and lets the budget hold be taken while it travels); raises its refusal. Awaited before
+    anything can answer: by AccountingMiddleware before it records the request, by the response cache before it
+    answers, and by the chain's innermost handler (inference.pipeline.runner.build_chain)."""
+    admission = ctx.admission
+    if admission is not None:
+        ctx.admission = None
+        await admission()
 
 
 class OrganizationKeys(Protocol):

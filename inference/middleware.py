@@ -12,6 +12,7 @@ import time
 from datetime import UTC, datetime
 
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
+from gateway_project.pipeline import admitted
 from inference.pipeline.context import Context
 from inference.recorder import record_generation
 
@@ -21,6 +22,8 @@ class AccountingMiddleware:
         self.get_response = get_response
 
     async def __call__(self, ctx: Context) -> None:
+        if ctx.admission is not None:  # a rate-limit check sent ahead: its refusal is not a recorded request
+            await admitted(ctx)
         outcome = ctx.outcome
         try:
             await self.get_response(ctx)

@@ -77,10 +77,77 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
     unsend it. The database check runs to its end in a task of its own if the caller is cancelled meanwhile."""
     if redis_health.usable():
         try:
-            return await redis_store.check(limits, request_id, tokens)
+            decision = await redis_store.check(limits, request_id, tokens)
         except _REDIS_ERRORS as error:
             redis_health.failed(error)
+        else:
+            _note_room(limits, decision)
+            return decision
     return await asyncio.shield(_db_check(limits, request_id, tokens))
+
+
+# id(limits) -> whether the last Redis decision for these limits left room for one more request like it (the
+# list is the one limits_of caches per key and workspace limits). Only a hint: it decides whether `start` sends
+# the check ahead, never whether a request is admitted.
+_room: dict[int, bool] = {}
+
+
+def _note_room(limits: list[RateLimit], decision: Decision) -> None:
+    room = decision.admitted
+    if room:
+        for state in decision.states:
+            limit = state.limit
+            if limit.requests_per_minute and limit.requests_per_minute - state.requests < 2:
+                room = False
+                break
+            if limit.tokens_per_minute and limit.tokens_per_minute - state.tokens < decision.tokens:
+                room = False
+                break
+    if len(_room) > 10_000:
+        _room.clear()
+    _room[id(limits)] = room
+
+
+class PendingDecision:
+    """A Redis check sent ahead (`start`): `result()` awaits its reply once and keeps the decision; a Redis error
+    sends the check to the database, as `check` does."""
+
+    __slots__ = ("decision", "request_id", "sent")
+
+    def __init__(self, sent: redis_store.SentCheck, request_id: str) -> None:
+        self.sent = sent
+        self.request_id = request_id
+        self.decision: Decision | None = None
+
+    async def result(self) -> Decision:
+        decision = self.decision
+        if decision is None:
+            sent = self.sent
+            try:
+                decision = await redis_store.finish_check(sent)
+            except _REDIS_ERRORS as error:
+                redis_health.failed(error)
+                decision = await asyncio.shield(_db_check(sent.limits, self.request_id, sent.tokens))
+            else:
+                _note_room(sent.limits, decision)
+            self.decision = decision
+        return decision
+
+    def abandon(self) -> None:
+        """The request went away before the decision was awaited (an entry it admitted stays held, the safe side)."""
+        if self.decision is None:
+            self.sent.abandon()
+
+
+def start(limits: list[RateLimit], request_id: str, tokens: int) -> PendingDecision | None:
+    """Send the Redis check without awaiting its reply, so that the request's next steps (the budget hold) run
+    while it travels; None when it must be awaited first (`check`): Redis off or failing, no open lean connection,
+    or the last decision for these limits left no room for another request (a refused request then takes no
+    budget hold: a flood past the limit costs one Redis call a request, as before)."""
+    if not _room.get(id(limits)) or not redis_health.usable():
+        return None
+    sent = redis_store.send_check(limits, request_id, tokens)
+    return None if sent is None else PendingDecision(sent, request_id)
 
 
 async def settle(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> None:

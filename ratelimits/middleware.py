@@ -71,8 +71,40 @@ def rate_limit_error(decision: Decision) -> GatewayError:
     return GatewayError(429, message, metadata=metadata, headers={"Retry-After": str(seconds)})
 
 
+class _Admission:
+    """The decision of a check sent ahead, awaited once (`gateway_project.pipeline.admitted`): sets the
+    rate-limit headers and raises the 429 when refused."""
+
+    __slots__ = ("ctx", "decision", "pending")
+
+    def __init__(self, ctx: Context, pending: limiter.PendingDecision) -> None:
+        self.ctx = ctx
+        self.pending = pending
+        self.decision: Decision | None = None
+
+    async def __call__(self) -> None:
+        decision = self.decision
+        if decision is None:
+            decision = self.decision = await self.pending.result()
+            _show(self.ctx, decision)
+        if not decision.admitted:
+            raise rate_limit_error(decision)
+
+
+def _show(ctx: Context, decision: Decision) -> None:
+    responder = ctx.extras.get("inference.responder")
+    if responder is not None:
+        responder.extra_headers[:0] = rate_limit_headers(decision)
+
+
 class RateLimitMiddleware:
-    """429 when the key's or the workspace's window is full; otherwise hold a slot and tokens, settle after."""
+    """429 when the key's or the workspace's window is full; otherwise hold a slot and tokens, settle after.
+
+    When the last decision for the key left room (ratelimits.limiter.start), the Redis check is sent and the
+    chain goes on while its reply travels: the budget hold is taken meanwhile, and the decision is awaited before
+    anything answers (AccountingMiddleware, the response cache, the innermost handler). A refusal then reads as
+    if the check had come first: any error raised meanwhile (a 402 of the budget hold) gives way to the 429, the
+    hold is released, and no Generation is recorded."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -84,19 +116,49 @@ class RateLimitMiddleware:
             return
         with_tokens = any(limit.tokens_per_minute for limit in limits)
         tokens = await _token_bound(ctx) if with_tokens else 0
-        decision = await limiter.check(limits, ctx.request_id, tokens)
-        responder = ctx.extras.get("inference.responder")
-        if responder is not None:
-            responder.extra_headers = rate_limit_headers(decision)
-        if not decision.admitted:
-            raise rate_limit_error(decision)
+        pending = limiter.start(limits, ctx.request_id, tokens)
+        if pending is None:
+            decision = await limiter.check(limits, ctx.request_id, tokens)
+            _show(ctx, decision)
+            if not decision.admitted:
+                raise rate_limit_error(decision)
+            await self._run(ctx, limits, decision, tokens, with_tokens)
+            return
+        admission = _Admission(ctx, pending)
+        ctx.admission = admission
+        try:
+            await self.get_response(ctx)
+        except asyncio.CancelledError:
+            pending.abandon()
+            raise
+        except Exception:
+            if admission.decision is None or not admission.decision.admitted:
+                ctx.admission = None
+                try:
+                    await admission()
+                except GatewayError as refused:  # the 429 comes before what failed meanwhile
+                    raise refused from None
+            raise
+        else:
+            if admission.decision is None:  # answered without awaiting it (no middleware of this project does)
+                pending.abandon()
+        finally:
+            decision = admission.decision
+            if with_tokens and decision is not None and decision.admitted:
+                await self._settle(ctx, limits, decision, tokens)
+
+    async def _run(self, ctx: Context, limits, decision: Decision, tokens: int, with_tokens: bool) -> None:
         if not with_tokens:
             await self.get_response(ctx)
             return
         try:
             await self.get_response(ctx)
         finally:
-            # Redis: queued, not awaited. Database: a task (group-committed), awaited but shielded, as before.
-            settling = limiter.settle_soon(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
-            if settling is not None:
-                await asyncio.shield(settling)
+            await self._settle(ctx, limits, decision, tokens)
+
+    @staticmethod
+    async def _settle(ctx: Context, limits, decision: Decision, tokens: int) -> None:
+        # Redis: queued, not awaited. Database: a task (group-committed), awaited but shielded, as before.
+        settling = limiter.settle_soon(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
+        if settling is not None:
+            await asyncio.shield(settling)

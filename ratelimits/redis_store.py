@@ -263,6 +263,57 @@ CHECK_SHA = fast_redis.script_sha(CHECK)
 SETTLE_SHA = fast_redis.script_sha(SETTLE)
 
 
+class SentCheck:
+    """A check queued on the lean client's open connection whose reply is not awaited yet (`send_check`)."""
+
+    __slots__ = ("args", "carried", "client", "future", "keys", "limits", "tokens")
+
+    def __init__(self, client, future, limits, tokens, keys, args, carried) -> None:
+        self.client, self.future, self.limits, self.tokens = client, future, limits, tokens
+        self.keys, self.args, self.carried = keys, args, carried
+
+    def abandon(self) -> None:
+        """Nobody will await the reply (the request went away): its error, if any, is not logged as unretrieved.
+        An entry it admitted stays held at its estimate until it leaves the window (the safe side)."""
+        self.future.add_done_callback(_retrieve)
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentCheck | None:
+    """Queue the check (with the settlements waiting in this process) on the lean client's open connection and
+    return at once; None when there is no open lean connection (TLS client, not connected yet): use `check`."""
+    client, _, _ = _scripts()
+    if not isinstance(client, fast_redis.FastRedis) or not client.is_open():
+        return None
+    plan = _plan(limits)
+    unsettled = _unsettled.get(id(asyncio.get_running_loop()))
+    extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), ())
+    keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
+    args = (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args)
+    future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
+    return SentCheck(client, future, limits, tokens, keys, args, carried)
+
+
+async def finish_check(sent: SentCheck) -> Decision:
+    """The decision of a sent check (its reply awaited as one future); raises redis errors as they come, after
+    reporting them to the settlements it carried (logged; their holds stay)."""
+    keys, args = sent.keys, sent.args
+    try:
+        try:
+            result = await sent.future
+        except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
+            result = await sent.client.call("EVAL", CHECK, len(keys), *keys, *args)
+    except Exception as error:
+        for _, _, _, on_error in sent.carried:
+            on_error(error)
+        raise
+    return _decision(sent.limits, result, sent.tokens)
+
+
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
     """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come.
 
@@ -270,9 +321,12 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
     connection is open the command is queued and its reply awaited as one future (no coroutine below this one,
     no task): a caller cancelled meanwhile does not unsend it, and an entry it admitted stays held at its
     estimate until it leaves the window (the safe side)."""
+    sent = send_check(limits, request_id, tokens)
+    if sent is not None:
+        return await finish_check(sent)
     client, script, _ = _scripts()
     plan = _plan(limits)
-    if isinstance(client, fast_redis.FastRedis):
+    if isinstance(client, fast_redis.FastRedis):  # not connected yet: `evalsha` opens the connection
         unsettled = _unsettled.get(id(asyncio.get_running_loop()))
         extra_keys, extra_args, carried = (
             unsettled.take() if unsettled is not None and unsettled.items else ((), (), ())
@@ -280,20 +334,17 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
         keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
         args = (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args)
         try:
-            future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
-            if future is not None:
-                try:
-                    result = await future
-                except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
-                    result = await client.call("EVAL", CHECK, len(keys), *keys, *args)
-            else:
-                result = await client.evalsha(CHECK_SHA, list(keys), list(args))
+            result = await client.evalsha(CHECK_SHA, list(keys), list(args))
         except Exception as error:  # the carried settlements failed with the check (logged; holds stay)
             for _, _, _, on_error in carried:
                 on_error(error)
             raise
     else:
         result = await script(keys=plan.keys, args=[WINDOW_MS, request_id, tokens, *plan.check_tail])
+    return _decision(limits, result, tokens)
+
+
+def _decision(limits: list[RateLimit], result: list, tokens: int) -> Decision:
     refused = result[0]
     states = [
         ScopeState(limit, result[3 + 3 * i], result[4 + 3 * i], result[5 + 3 * i]) for i, limit in enumerate(limits)

@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from gateway_project.api.errors import validation_error
+from gateway_project.pipeline import admitted
 from inference.ingress import ingress_of
 from inference.middleware import AccountingMiddleware
 from inference.pipeline.context import Candidate, Context
@@ -41,6 +42,8 @@ class ResponseCacheMiddleware:
         if HEADER not in headers and TTL_HEADER not in headers and not ctx.principal.response_cache:
             await self.get_response(ctx)
             return
+        if ctx.admission is not None:  # the rate-limit decision comes before a hit or a cache header
+            await admitted(ctx)
         ttl = cache_ttl(ctx)
         if ttl is None:
             await self.get_response(ctx)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from gateway_project.pipeline import admitted
 from inference.pipeline.context import Context
 
 Handler = Callable[[Context], Awaitable[None]]
@@ -15,7 +16,15 @@ Handler = Callable[[Context], Awaitable[None]]
 def build_chain(innermost: Handler, middleware_paths: list[str] | None = None) -> Handler:
     """Wrap `innermost` in every configured middleware; the first path listed runs first."""
     paths = settings.GATEWAY_INFERENCE_MIDDLEWARE if middleware_paths is None else middleware_paths
-    handler: Handler = innermost
+
+    async def after_admission(ctx: Context) -> None:
+        # An admission check still pending here (a middleware list without AccountingMiddleware) is awaited
+        # before the handler can answer.
+        if ctx.admission is not None:
+            await admitted(ctx)
+        await innermost(ctx)
+
+    handler: Handler = after_admission
     for path in reversed(paths):
         handler = import_string(path)(handler)
     return handler

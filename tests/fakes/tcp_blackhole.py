@@ -1,17 +1,19 @@
 """A loopback TCP proxy for fault tests: forwards to a real server (PostgreSQL, Redis), and on demand
-black-holes (accepts and reads, but forwards and answers nothing: packets dropped, not refused) or refuses
-(closes its port and every connection)."""
+black-holes (accepts and reads, but forwards and answers nothing: packets dropped, not refused), refuses
+(closes its port and every connection), or delays the server's replies (`reply_delay` seconds each)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 
 class BlackholeProxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.blackholed = False
+        self.reply_delay = 0.0  # seconds each chunk from the server waits before it is forwarded
         self._listener: socket.socket | None = None
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -79,7 +81,7 @@ class BlackholeProxy:
             return
         upstream.settimeout(None)
         self._track(upstream)
-        threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+        threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
         self._pump(client, upstream)
 
     def _drain(self, sock: socket.socket) -> None:
@@ -89,12 +91,14 @@ class BlackholeProxy:
         except OSError:
             pass
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, replies: bool = False) -> None:
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
+                if replies and self.reply_delay:
+                    time.sleep(self.reply_delay)
                 if not self.blackholed:
                     sink.sendall(data)
         except OSError:
