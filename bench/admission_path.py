@@ -12,7 +12,6 @@ percentiles in µs. Needs the fake upstream of bench/prepare.py's catalog (UPSTR
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -62,8 +61,10 @@ def main() -> None:
     if not SPANS:
         sys.exit("no request reached the handler through the rate-limit step (rate limits on? BENCH_RATE_LIMITS=1)")
     pick = lambda q: SPANS[min(len(SPANS) - 1, int(q * len(SPANS)))] * 1e6  # noqa: E731
-    print(f"rate-limit step -> handler: p10 {pick(0.1):.0f} us, p50 {pick(0.5):.0f} us, p90 {pick(0.9):.0f} us "
-          f"({len(SPANS)} requests)")
+    print(
+        f"rate-limit step -> handler: p10 {pick(0.1):.0f} us, p50 {pick(0.5):.0f} us, p90 {pick(0.9):.0f} us "
+        f"({len(SPANS)} requests)"
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 
 Assigns the guardrail of bench/guardrails_prepare.py (all built-in detectors and five regexes, redacting),
 a daily workspace budget of 1,000 USD, a key credit limit of 1,000 USD, and rate limits on the key and its
-workspace (requests and tokens per minute, BENCH_RATE_LIMITS=0 leaves them unset), so that the guardrail,
+workspace (requests and tokens per minute; BENCH_RATE_LIMITS=0 unsets them), so that the guardrail,
 budget, key-limit and rate-limit checks all run on every request (none of them refuses: the limits are far
 away).
 """
@@ -32,11 +32,11 @@ def main(raw_key: str) -> None:
     key = ApiKey.objects.get(hash=hash_key(raw_key))
     key.limit = Decimal("1000")
     fields = ["limit"]
-    if os.environ.get("BENCH_RATE_LIMITS", "1") == "1":
-        key.requests_per_minute = key.workspace.requests_per_minute = 1_000_000_000
-        key.tokens_per_minute = key.workspace.tokens_per_minute = 2_000_000_000
-        key.workspace.save(update_fields=["requests_per_minute", "tokens_per_minute"])
-        fields += ["requests_per_minute", "tokens_per_minute"]
+    on = os.environ.get("BENCH_RATE_LIMITS", "1") == "1"
+    key.requests_per_minute = key.workspace.requests_per_minute = 1_000_000_000 if on else None
+    key.tokens_per_minute = key.workspace.tokens_per_minute = 2_000_000_000 if on else None
+    key.workspace.save(update_fields=["requests_per_minute", "tokens_per_minute"])
+    fields += ["requests_per_minute", "tokens_per_minute"]
     key.save(update_fields=fields)
     budget_put(workspace=key.workspace, interval="daily", limit_usd=Decimal("1000"))
     print("policies on")
