@@ -132,13 +132,13 @@ class RateLimitMiddleware:
             pending.abandon()
             raise
         except Exception:
-            if admission.decision is None or not admission.decision.admitted:
+            if ctx.admission is admission:  # failed before the decision was awaited: a refusal comes first
                 ctx.admission = None
                 try:
                     await admission()
-                except GatewayError as refused:  # the 429 comes before what failed meanwhile
+                except GatewayError as refused:
                     raise refused from None
-            raise
+            raise  # admitted, or the 429 itself, or the check's own failure: as it is
         else:
             if admission.decision is None:  # answered without awaiting it (no middleware of this project does)
                 pending.abandon()

@@ -289,13 +289,19 @@ def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentChe
     client, _, _ = _scripts()
     if not isinstance(client, fast_redis.FastRedis) or not client.is_open():
         return None
-    plan = _plan(limits)
-    unsettled = _unsettled.get(id(asyncio.get_running_loop()))
-    extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), ())
-    keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
-    args = (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args)
+    keys, args, carried = _check_command(limits, request_id, tokens)
     future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
     return SentCheck(client, future, limits, tokens, keys, args, carried)
+
+
+def _check_command(limits: list[RateLimit], request_id: str, tokens: int) -> tuple[tuple, tuple, list]:
+    """(keys, arguments, carried settlements) of the check script on the lean client: the check of `limits`
+    with the settlements waiting in this process, which are no longer waiting."""
+    plan = _plan(limits)
+    unsettled = _unsettled.get(id(asyncio.get_running_loop()))
+    extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), [])
+    keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
+    return keys, (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args), carried
 
 
 async def finish_check(sent: SentCheck) -> Decision:
@@ -325,14 +331,8 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
     if sent is not None:
         return await finish_check(sent)
     client, script, _ = _scripts()
-    plan = _plan(limits)
     if isinstance(client, fast_redis.FastRedis):  # not connected yet: `evalsha` opens the connection
-        unsettled = _unsettled.get(id(asyncio.get_running_loop()))
-        extra_keys, extra_args, carried = (
-            unsettled.take() if unsettled is not None and unsettled.items else ((), (), ())
-        )
-        keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
-        args = (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args)
+        keys, args, carried = _check_command(limits, request_id, tokens)
         try:
             result = await client.evalsha(CHECK_SHA, list(keys), list(args))
         except Exception as error:  # the carried settlements failed with the check (logged; holds stay)
@@ -340,6 +340,7 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
                 on_error(error)
             raise
     else:
+        plan = _plan(limits)
         result = await script(keys=plan.keys, args=[WINDOW_MS, request_id, tokens, *plan.check_tail])
     return _decision(limits, result, tokens)
 
