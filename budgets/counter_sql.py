@@ -151,17 +151,40 @@ def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) ->
     return (statement[: -len(_HOLD_PARAMS)] + "$1, $2, $3, $4, $5)").encode(), params
 
 
+# The same call with every argument a parameter: one text for every hold, so the event loop's connection prepares
+# it once (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
+_PREPARED_HOLD = (
+    b"SELECT budgets_spend_hold_v1($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint, $5, $6, $7, $8, $9)"
+)
+
+
+def _prepared_hold(checks, amount, request_id, reservation_id, now, expires_at) -> list[bytes]:
+    """The parameters of `_PREPARED_HOLD` as text (aware datetimes)."""
+    return [
+        _array(str(int(counter_id)) for counter_id, _, _ in checks),
+        _array(str(int(limit_units)) for _, limit_units, _ in checks),
+        _array("t" if include_byok else "f" for _, _, include_byok in checks),
+        str(int(amount)).encode(),
+        str(reservation_id).encode(),
+        request_id[:100].encode(),
+        counter_ids_json([c for c, _, _ in checks]).encode(),
+        now.isoformat().encode(),
+        expires_at.isoformat().encode(),
+    ]
+
+
 async def hold_all_async(
     checks: list[tuple[int, int, bool]], *, amount: int, request_id: str, now: datetime, expires_at: datetime
 ) -> tuple[uuid.UUID, int | None]:
     """`hold_all` on PostgreSQL over the event loop's own connection (gateway_project/fast_pg.py): the same
-    one statement, sent without the database thread. `now` and `expires_at` must be aware datetimes."""
+    function call, sent without the database thread as a prepared statement. `now` and `expires_at` must be
+    aware datetimes."""
     from gateway_project import fast_pg
     from gateway_project.db_deadline import deadline_seconds
 
     reservation_id = uuid.uuid4()
-    statement, params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
-    result = await fast_pg.client().query(statement, params, deadline_seconds())
+    params = _prepared_hold(checks, amount, request_id, reservation_id, now, expires_at)
+    result = await fast_pg.client().query(_PREPARED_HOLD, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     if value is None:
         return reservation_id, None
@@ -202,7 +225,7 @@ async def settle_all_async(settlements: list[tuple[uuid.UUID, int, int, bool, tu
     from gateway_project.db_deadline import deadline_seconds
 
     statement, params = settle_statement(settlements)
-    result = await fast_pg.client().query(statement, params, deadline_seconds())
+    result = await fast_pg.client().query(statement, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     return 0 if value is None else int(value)
 

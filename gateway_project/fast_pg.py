@@ -13,7 +13,14 @@ watched with `loop.add_reader`, in the spirit of gateway_project/fast_redis.py:
   prepared statement, no session state, so pgbouncer's transaction mode works) followed by its own sync, so a
   failing statement cannot abort another; the statements issued in one turn of the loop leave in one write,
   and results are matched to callers in order;
-- parameters and results as text (callers format them; the types come from the statement).
+- parameters and results as text (callers format them; the types come from the statement);
+- `query(..., prepared=True)` (the hold and the settlement): a named server-side prepared statement, prepared on
+  the connection's first use of it in the same pipeline as its first execution, then only bound and executed
+  (the database parses and plans it once per connection: about 40 us less per hold). Its name is derived from
+  its text, so two texts never share a name. Behind a pooler that cannot keep a session's prepared statements
+  (PgBouncer before 1.21 in transaction mode, or without `max_prepared_statements`), the database answers that
+  the statement does not exist (or exists already): the statement was not run, so it is sent again unprepared,
+  and the client stops preparing statements for the rest of the process (one warning in the log).
 
 Errors come out as Django's database exceptions (`django.db.OperationalError` for a lost or unreachable
 server, a statement or lock timeout; the class matching psycopg's otherwise), so the data plane's 503 mapping
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import logging
 import os
 import threading
@@ -87,14 +95,28 @@ def connection_params(alias: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
 class _Connection:
     """One non-blocking libpq connection in pipeline mode, its socket watched by the loop."""
 
-    __slots__ = ("client", "closed", "conn", "fd", "flush_scheduled", "loop", "pending", "pgconn", "results", "writing")
+    __slots__ = (
+        "client",
+        "closed",
+        "conn",
+        "fd",
+        "flush_scheduled",
+        "loop",
+        "pending",
+        "pgconn",
+        "prepared",
+        "results",
+        "writing",
+    )
 
     def __init__(self, client: FastPG, conn: psycopg.AsyncConnection, loop: asyncio.AbstractEventLoop) -> None:
         self.client = client
         self.conn = conn  # keeps psycopg's wrapper (and its PGconn) alive; only its pgconn is used
         self.pgconn = conn.pgconn
         self.loop = loop
-        self.pending: collections.deque[asyncio.Future] = collections.deque()
+        # (the caller's future, the name of the statement prepared with it or None), in the order sent.
+        self.pending: collections.deque[tuple[asyncio.Future, bytes | None]] = collections.deque()
+        self.prepared: set[bytes] = set()  # names of the statements this session has prepared
         self.results: list[pq.abc.PGresult] = []
         self.flush_scheduled = False
         self.writing = False
@@ -105,15 +127,25 @@ class _Connection:
         self.fd = self.pgconn.socket
         loop.add_reader(self.fd, self._readable)
 
-    def send(self, statement: bytes, params: list[bytes | None]) -> asyncio.Future:
+    def send(self, statement: bytes, params: list[bytes | None], name: bytes | None = None) -> asyncio.Future:
+        """Queue `statement` (the named prepared statement `name` when given) and its sync; its result's future."""
         future = self.loop.create_future()
+        preparing = None
+        pgconn = self.pgconn
         try:
-            self.pgconn.send_query_params(statement, params)
-            self.pgconn.pipeline_sync()
+            if name is None:
+                pgconn.send_query_params(statement, params)
+            else:
+                if name not in self.prepared:
+                    pgconn.send_prepare(name, statement)
+                    self.prepared.add(name)
+                    preparing = name
+                pgconn.send_query_prepared(name, params)
+            pgconn.pipeline_sync()
         except psycopg.Error as error:
             self.broken(django_error(error))
             raise django_error(error) from None
-        self.pending.append(future)
+        self.pending.append((future, preparing))
         if not self.flush_scheduled:
             self.flush_scheduled = True
             self.loop.call_soon(self._flush)
@@ -151,6 +183,8 @@ class _Connection:
                 if result is None:
                     if not self.results:
                         break  # nothing more has arrived
+                    if len(self.results) == 1 and self.pending and self.pending[0][1] is not None:
+                        continue  # a PREPARE's result: its execution's result follows (one sync for both)
                     self._answer(self.results)
                     self.results = []
                 elif result.status != _PIPELINE_SYNC:
@@ -167,9 +201,16 @@ class _Connection:
             error = _result_error(results[-1], self.pgconn)
             self.broken(error or django_db.OperationalError("unexpected result from the database"))
             return
-        future = self.pending.popleft()
+        future, preparing = self.pending.popleft()
         result = results[-1]
-        error = _result_error(result, self.pgconn)
+        error = None
+        for each in results:  # a failed PREPARE aborts its execution: the PREPARE's error is the one to report
+            error = _result_error(each, self.pgconn)
+            if error is not None:
+                result = each
+                break
+        if preparing is not None and result is results[0] and error is not None:
+            self.prepared.discard(preparing)  # the PREPARE failed: the next use prepares it again
         if not future.done():  # else its caller gave up (cancelled, or past its deadline)
             if error is not None:
                 future.set_exception(error)
@@ -188,7 +229,7 @@ class _Connection:
         if self.client._connection is self:
             self.client._connection = None
         pending, self.pending = self.pending, collections.deque()
-        for future in pending:
+        for future, _ in pending:
             if not future.done():
                 future.set_exception(error)
         self.close()
@@ -216,6 +257,24 @@ def _result_error(result, pgconn) -> django_db.Error | None:
     if pgconn.status == _BAD and not isinstance(error, django_db.OperationalError):
         error = django_db.OperationalError(str(error))
     return error
+
+
+def statement_name(statement: bytes) -> bytes:
+    """The prepared statement name of `statement`: derived from its text (no two texts share a name)."""
+    name = _names.get(statement)
+    if name is None:
+        name = _names[statement] = b"gateway_" + hashlib.sha256(statement).hexdigest()[:24].encode()
+    return name
+
+
+_names: dict[bytes, bytes] = {}
+# False once a pooler showed that this process's sessions cannot keep prepared statements (see the module doc).
+prepared_statements = True
+
+
+def _not_prepared_here(error: Exception) -> bool:
+    cause = error.__cause__
+    return isinstance(cause, psycopg.Error) and cause.sqlstate in ("26000", "42P05")
 
 
 class FastPG:
@@ -265,8 +324,28 @@ class FastPG:
             connection.close()
         return self._connection
 
-    async def query(self, statement: bytes, params: list[bytes | None], timeout: float | None = None) -> Any:
-        """Send `statement` with text `params`; its last result (a `psycopg.pq` PGresult) once it has run."""
+    async def query(
+        self, statement: bytes, params: list[bytes | None], timeout: float | None = None, prepared: bool = False
+    ) -> Any:
+        """Send `statement` with text `params`; its last result (a `psycopg.pq` PGresult) once it has run. With
+        `prepared`, as a named prepared statement of the connection (see the module doc)."""
+        global prepared_statements
+        if not (prepared and prepared_statements):
+            return await self._query(statement, params, timeout, None)
+        try:
+            return await self._query(statement, params, timeout, statement_name(statement))
+        except django_db.Error as error:
+            if not _not_prepared_here(error):
+                raise
+        if prepared_statements:
+            prepared_statements = False
+            logger.warning(
+                "the database session lost a prepared statement (a connection pooler in transaction mode without "
+                "prepared statement support?): the data plane's statements are sent unprepared from now on"
+            )
+        return await self._query(statement, params, timeout, None)
+
+    async def _query(self, statement: bytes, params: list[bytes | None], timeout: float | None, name) -> Any:
         loop = asyncio.get_running_loop()
         connection = self._connection
         if connection is None or connection.closed:
@@ -279,7 +358,7 @@ class FastPG:
                     ) from None
             else:
                 connection = await self._ready(loop)
-        future = connection.send(statement, params)
+        future = connection.send(statement, params, name)
         if not timeout:
             return await future
         timer = loop.call_later(timeout, _expire, connection, future, timeout)

@@ -19,7 +19,7 @@ from decimal import Decimal
 import httpx
 import psycopg
 import pytest
-from django.db import DataError, OperationalError, connection
+from django.db import DataError, OperationalError, ProgrammingError, connection
 
 from budgets import counter_sql
 from budgets.models import SpendCounter, SpendReservation
@@ -147,6 +147,92 @@ def test_a_failing_pipelined_statement_does_not_affect_the_others():
     assert two.get_value(0, 0) == b"2" and thirty.get_value(0, 0) == b"30" and fine.get_value(0, 0) == b"fine"
     assert isinstance(divided, DataError) and "division by zero" in str(divided)
     assert isinstance(bad, DataError) and "invalid input syntax" in str(bad)
+
+
+def _prepared_statements(client) -> dict[str, str]:
+    async def names():
+        result = await client.query(b"SELECT name, statement FROM pg_prepared_statements", [])
+        return {result.get_value(i, 0).decode(): result.get_value(i, 1).decode() for i in range(result.ntuples)}
+
+    return names()
+
+
+def test_holds_are_one_prepared_statement_of_the_loop_connection():
+    row = counter()
+
+    async def scenario():
+        now = now_aware()
+        held = [
+            await counter_sql.hold_all_async(
+                [(row.id, 10_000, False)], amount=amount, request_id=f"p{amount}", now=now, expires_at=now
+            )
+            for amount in (100, 250, 7)
+        ]
+        return held, await _prepared_statements(fast_pg.client())
+
+    held, prepared = run(scenario())
+    assert all(refused is None for _, refused in held)
+    row.refresh_from_db()
+    assert row.reserved_units == 357  # each hold's own amount: the parameters are bound per execution
+    holds = {name: text for name, text in prepared.items() if "budgets_spend_hold_v1" in text}
+    assert len(holds) == 1 and next(iter(holds)).startswith("gateway_")
+
+
+def test_a_failed_execution_keeps_the_statement_prepared():
+    async def scenario():
+        client = fast_pg.client()
+        with pytest.raises(DataError, match="division by zero"):
+            await client.query(b"SELECT 10 / $1::int", [b"0"], prepared=True)  # PREPARE fine, execution fails
+        answer = await client.query(b"SELECT 10 / $1::int", [b"5"], prepared=True)
+        return answer.get_value(0, 0), await _prepared_statements(client)
+
+    value, prepared = run(scenario())
+    assert value == b"2" and fast_pg.prepared_statements
+    assert "SELECT 10 / $1::int" in prepared.values()
+
+
+def test_a_statement_that_cannot_be_prepared_reports_its_own_error_and_is_not_remembered():
+    async def scenario():
+        client = fast_pg.client()
+        with pytest.raises(ProgrammingError, match="syntax error"):
+            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
+        with pytest.raises(ProgrammingError, match="syntax error"):  # prepared again (not taken as known), fails
+            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
+        return (await client.query(b"SELECT $1::int + 1", [b"1"], prepared=True)).get_value(0, 0)
+
+    assert run(scenario()) == b"2" and fast_pg.prepared_statements
+
+
+def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(monkeypatch, caplog):
+    """What a pooler in transaction mode does to a session's prepared statements (the next statement runs on
+    another server session): the statement was not run, it is sent again unprepared, and the process stops
+    preparing (one warning)."""
+    monkeypatch.setattr(fast_pg, "prepared_statements", True)
+    row = counter()
+
+    async def scenario():
+        client = fast_pg.client()
+        now = now_aware()
+
+        async def hold(request_id):
+            return await counter_sql.hold_all_async(
+                [(row.id, 10_000, False)], amount=100, request_id=request_id, now=now, expires_at=now
+            )
+
+        first = await hold("before")
+        await client.query(b"DEALLOCATE ALL", [])  # the server session forgets every prepared statement
+        second = await hold("after")
+        third = await hold("unprepared")
+        return first, second, third, await _prepared_statements(client)
+
+    with caplog.at_level("WARNING", logger="gateway.fast_pg"):
+        first, second, third, prepared = run(scenario())
+    assert [refused for _, refused in (first, second, third)] == [None, None, None]
+    assert set(SpendReservation.objects.values_list("request_id", flat=True)) == {"before", "after", "unprepared"}
+    row.refresh_from_db()
+    assert row.reserved_units == 300  # the lost statement's call ran once, not twice
+    assert fast_pg.prepared_statements is False and prepared == {}
+    assert sum("sent unprepared" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced():
