@@ -4,7 +4,9 @@ database-thread path against the event-loop path (gateway_project/fast_pg.py), a
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> taskset -c 1 .venv/bin/python bench/hold_path.py   # N=1000
 
 Migrates the database, then runs N holds of two limits (an API-key and a guardrail limit far from reached),
-each settled at once, per path and round (3 rounds).
+each settled at once, per path and round (3 rounds). PATHS="loop unprepared" compares the event-loop path with
+its statements prepared (the default) and sent unprepared; for the event-loop paths on a local PostgreSQL the
+database backend's own CPU per hold + settlement is printed too (from /proc).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from django.core.management import call_command  # noqa: E402
 
 from budgets import middleware, settler  # noqa: E402
 from budgets.counters import Settlement  # noqa: E402
+from gateway_project import fast_pg  # noqa: E402
 from inference.pipeline.context import SpendLimit  # noqa: E402
 
 LIMITS = [
@@ -45,8 +48,18 @@ LIMITS = [
 ]
 
 
+def backend_cpu_us(pid: int | None) -> float:
+    """User + system CPU of a local PostgreSQL backend (0 when it is not readable: a remote database)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") * 1e6
+
+
 async def one(path: str) -> None:
     now = datetime.now(UTC)
+    fast_pg.prepared_statements = path != "unprepared"
     if path == "thread":
         hold = await middleware._reserve_on_thread(limits=LIMITS, amount_units=10**6, now=now, request_id="hp")
         await settler._settle_many_on_thread([Settlement(hold=hold, cost_units=10, is_byok=False)])
@@ -57,16 +70,21 @@ async def one(path: str) -> None:
 
 async def main() -> None:
     n = int(os.environ.get("N", "1000"))
-    await one("thread")
-    await one("loop")
+    paths = os.environ.get("PATHS", "thread loop").split()
+    for path in paths:
+        await one(path)
+    backend = int((await fast_pg.client().query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
     for round_ in range(3):
-        for path in ("thread", "loop"):
-            cpu, wall = time.process_time(), time.perf_counter()
+        for path in paths:
+            cpu, wall, db = time.process_time(), time.perf_counter(), backend_cpu_us(backend)
             for _ in range(n):
                 await one(path)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            cpu, wall, db = time.process_time() - cpu, time.perf_counter() - wall, backend_cpu_us(backend) - db
             per_cpu, per_wall = cpu / n * 1e6, wall / n * 1e6
-            print(f"round {round_ + 1} {path:6s} hold+settle c=1: CPU {per_cpu:.0f} us, wall {per_wall:.0f} us")
+            database = f", database backend CPU {db / n:.0f} us" if path != "thread" else ""
+            print(
+                f"round {round_ + 1} {path:10s} hold+settle c=1: CPU {per_cpu:.0f} us, wall {per_wall:.0f} us{database}"
+            )
 
 
 if __name__ == "__main__":

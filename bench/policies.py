@@ -6,7 +6,8 @@ Assigns the guardrail of bench/guardrails_prepare.py (all built-in detectors and
 a daily workspace budget of 1,000 USD, a key credit limit of 1,000 USD, and rate limits on the key and its
 workspace (requests and tokens per minute; BENCH_RATE_LIMITS=0 unsets them), so that the guardrail,
 budget, key-limit and rate-limit checks all run on every request (none of them refuses: the limits are far
-away).
+away). BENCH_POLICY_SET picks a subset by letter: g (the guardrail), b (the workspace budget and the key
+limit), r (the rate limits); the default is "gbr" (bench/latency_ab.sh uses it to measure each policy's share).
 """
 
 from __future__ import annotations
@@ -28,18 +29,22 @@ from budgets.services import budget_put
 
 
 def main(raw_key: str) -> None:
-    assign(raw_key)
+    chosen = os.environ.get("BENCH_POLICY_SET", "gbr")
+    if "g" in chosen:
+        assign(raw_key)
     key = ApiKey.objects.get(hash=hash_key(raw_key))
-    key.limit = Decimal("1000")
-    fields = ["limit"]
-    on = os.environ.get("BENCH_RATE_LIMITS", "1") == "1"
+    fields = ["requests_per_minute", "tokens_per_minute"]
+    if "b" in chosen:
+        key.limit = Decimal("1000")
+        fields.append("limit")
+    on = "r" in chosen and os.environ.get("BENCH_RATE_LIMITS", "1") == "1"
     key.requests_per_minute = key.workspace.requests_per_minute = 1_000_000_000 if on else None
     key.tokens_per_minute = key.workspace.tokens_per_minute = 2_000_000_000 if on else None
     key.workspace.save(update_fields=["requests_per_minute", "tokens_per_minute"])
-    fields += ["requests_per_minute", "tokens_per_minute"]
     key.save(update_fields=fields)
-    budget_put(workspace=key.workspace, interval="daily", limit_usd=Decimal("1000"))
-    print("policies on")
+    if "b" in chosen:
+        budget_put(workspace=key.workspace, interval="daily", limit_usd=Decimal("1000"))
+    print(f"policies on: {chosen}")
 
 
 if __name__ == "__main__":
