@@ -31,16 +31,17 @@ async def test_a_block_longer_than_the_limit_raises_timeout_error():
 
 
 async def test_only_the_time_inside_blocks_counts_and_each_block_gets_the_whole_limit():
-    deadline = EventDeadline(0.2)
+    # Blocks 0.25 s under the limit: a loop held up that long (a loaded CI machine) would fail the test.
+    deadline = EventDeadline(0.4)
     for _ in range(4):  # the timer comes due inside a later block: it is moved to that block's deadline
         with deadline:
-            await asyncio.sleep(0.12)  # each block under the limit, all of them together past it
+            await asyncio.sleep(0.15)  # each block under the limit, all of them together past it
         await asyncio.sleep(0.02)
     with deadline:
         await asyncio.sleep(0.02)
-    await asyncio.sleep(0.3)  # the consumer's time: the timer comes due here and does nothing
+    await asyncio.sleep(0.6)  # the consumer's time: the timer comes due here and does nothing
     with deadline:
-        await asyncio.sleep(0.12)
+        await asyncio.sleep(0.15)
     with pytest.raises(TimeoutError):  # the limit still holds after the timer was re-armed
         with deadline:
             await asyncio.sleep(5)
