@@ -16,11 +16,12 @@ watched with `loop.add_reader`, in the spirit of gateway_project/fast_redis.py:
 - parameters and results as text (callers format them; the types come from the statement);
 - `query(..., prepared=True)` (the hold and the settlement): a named server-side prepared statement, prepared on
   the connection's first use of it in the same pipeline as its first execution, then only bound and executed
-  (the database parses and plans it once per connection: about 40 us less per hold). Its name is derived from
-  its text, so two texts never share a name. Behind a pooler that cannot keep a session's prepared statements
-  (PgBouncer before 1.21 in transaction mode, or without `max_prepared_statements`), the database answers that
-  the statement does not exist (or exists already): the statement was not run, so it is sent again unprepared,
-  and the client stops preparing statements for the rest of the process (one warning in the log).
+  (the database parses and plans it once per connection: 25-40 us less per statement, docs/performance.md).
+  Its name is derived from its text, so two texts never share a name. Behind a pooler that cannot keep a
+  session's prepared statements (PgBouncer before 1.21 in transaction mode, or without
+  `max_prepared_statements`), the database answers that the statement does not exist (or exists already): the
+  statement was not run, so it is sent again unprepared, and the client stops preparing statements for the
+  rest of the process (one warning in the log).
 
 Errors come out as Django's database exceptions (`django.db.OperationalError` for a lost or unreachable
 server, a statement or lock timeout; the class matching psycopg's otherwise), so the data plane's 503 mapping
