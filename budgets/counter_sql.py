@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
-from budgets.models import SpendCounter, SpendReservation
+from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
 
 _tables: dict[tuple[str, type], str] = {}
 _fields: dict[tuple[type, str], object] = {}
@@ -192,39 +192,46 @@ async def hold_all_async(
     return reservation_id, [counter_id for counter_id, _, _ in checks].index(refused_id)
 
 
-_SETTLE_CALL = b"SELECT budgets_spend_settle_v1($1, $2, $3, $4, $5, $6)"
+_SETTLE_CALL = b"SELECT budgets_spend_settle_v2($1, $2, $3, $4, $5, $6, $7, $8)"
 
 
 def _array(values) -> bytes:
     return ("{" + ",".join(values) + "}").encode()
 
 
-def settle_statement(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> tuple[bytes, list]:
-    """The one-statement settlement of migration budgets/0004 and its parameters as text: `settlements` are
-    (reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
+def settle_statement(
+    settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
+) -> tuple[bytes, list]:
+    """The one-statement settlement of migration budgets/0005 and its parameters as text: `settlements` are
+    (settlement id, reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
     owners: list[str] = []
     counter_ids: list[str] = []
-    for index, (_, _, _, _, counters) in enumerate(settlements, start=1):
+    for index, (_, _, _, _, _, counters) in enumerate(settlements, start=1):
         for counter_id in counters:
             owners.append(str(index))
             counter_ids.append(str(int(counter_id)))
     return _SETTLE_CALL, [
-        _array(str(reservation_id) for reservation_id, _, _, _, _ in settlements),
-        _array(str(int(amount)) for _, amount, _, _, _ in settlements),
-        _array(str(int(cost)) for _, _, cost, _, _ in settlements),
-        _array("t" if is_byok else "f" for _, _, _, is_byok, _ in settlements),
+        _array(str(settlement_id) for settlement_id, _, _, _, _, _ in settlements),
+        _array(str(reservation_id) for _, reservation_id, _, _, _, _ in settlements),
+        _array(str(int(amount)) for _, _, amount, _, _, _ in settlements),
+        _array(str(int(cost)) for _, _, _, cost, _, _ in settlements),
+        _array("t" if is_byok else "f" for _, _, _, _, is_byok, _ in settlements),
         _array(owners),
         _array(counter_ids),
+        now.isoformat().encode(),
     ]
 
 
-async def settle_all_async(settlements: list[tuple[uuid.UUID, int, int, bool, tuple[int, ...]]]) -> int:
-    """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0004) over
-    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed."""
+async def settle_all_async(
+    settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
+) -> int:
+    """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0005) over
+    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed.
+    `now` (aware) dates the applied settlements."""
     from gateway_project import fast_pg
     from gateway_project.db_deadline import deadline_seconds
 
-    statement, params = settle_statement(settlements)
+    statement, params = settle_statement(settlements, now)
     result = await fast_pg.client().query(statement, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     return 0 if value is None else int(value)
@@ -252,6 +259,21 @@ def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, e
     with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
         cursor.execute(statement, params, prepare=False)
         return cursor.fetchone()[0]
+
+
+def claim_settlements(cursor, settlement_ids: list[uuid.UUID], now: datetime) -> set[uuid.UUID]:
+    """Record the settlements as applied; the ids this call recorded (the others were applied already)."""
+    unique = list(dict.fromkeys(settlement_ids))
+    created = _prep(AppliedSettlement, "created_at", now)
+    params = []
+    for settlement_id in unique:
+        params += [_prep(AppliedSettlement, "id", settlement_id), created]
+    cursor.execute(
+        f"INSERT INTO {_table(AppliedSettlement)} (id, created_at) VALUES {', '.join(['(%s, %s)'] * len(unique))} "
+        "ON CONFLICT (id) DO NOTHING RETURNING id",
+        params,
+    )
+    return {key if isinstance(key := row[0], uuid.UUID) else uuid.UUID(key) for row in cursor.fetchall()}
 
 
 def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.UUID, bool]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from django.conf import settings
@@ -29,7 +29,7 @@ from django.db.models import DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
 from budgets import counter_sql as sql
-from budgets.models import UNITS_PER_USD, SpendCounter, SpendReservation
+from budgets.models import UNITS_PER_USD, AppliedSettlement, SpendCounter, SpendReservation
 from gateway_project.periods import period_end, period_start
 from inference.pipeline.context import SpendLimit
 
@@ -263,11 +263,13 @@ def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Settlement:
-    """One request's settlement: its hold and its actual cost (paid by a BYOK key or not)."""
+    """One request's settlement: its hold and its actual cost (paid by a BYOK key or not). Its id makes it
+    apply once: a retry of a write whose commit succeeded but whose answer was lost skips it."""
 
     hold: Hold
     cost_units: int
     is_byok: bool
+    settlement_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 def spend_settle_many(settlements: list[Settlement]) -> None:
@@ -275,11 +277,16 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
 
     A hold is released only when this call deleted its reservation row; one `reservations_reap` charged as
     spent already (it expired) has that charge taken back instead, so the request ends up charged its cost
-    once. A hold settled already (or listed twice) only has its cost added.
+    once. A hold settled already (or listed twice) only has its cost added. A settlement applied already
+    (its id is in AppliedSettlement: an earlier write committed, its answer was lost) is skipped.
     """
     if not settlements:
         return
     with sql.counter_transaction() as cursor:
+        fresh = sql.claim_settlements(cursor, [s.settlement_id for s in settlements], datetime.now(UTC))
+        settlements = [s for s in settlements if s.settlement_id in fresh]
+        if not settlements:
+            return
         deleted = sql.delete_reservations(cursor, list({s.hold.reservation_id: None for s in settlements}))
         totals: dict[int, list[int]] = {}  # counter id -> [release, spent, byok spent]
         for settlement in settlements:
@@ -299,12 +306,26 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
 
 async def spend_settle_many_async(settlements: list[Settlement]) -> None:
     """`spend_settle_many` on PostgreSQL as one statement sent from the event loop (budgets/counter_sql.py
-    `settle_all_async`, the function of migration budgets/0004): the same arithmetic, one round trip."""
+    `settle_all_async`, the function of migration budgets/0005): the same arithmetic, one round trip."""
     if not settlements:
         return
     await sql.settle_all_async(
-        [(s.hold.reservation_id, s.hold.amount_units, s.cost_units, s.is_byok, s.hold.counter_ids) for s in settlements]
+        [
+            (s.settlement_id, s.hold.reservation_id, s.hold.amount_units, s.cost_units, s.is_byok, s.hold.counter_ids)
+            for s in settlements
+        ],
+        datetime.now(UTC),
     )
+
+
+# Far longer than any retry of a settlement write (GATEWAY_ACCOUNTING_RETRY_SECONDS, then one by one).
+APPLIED_SETTLEMENTS_KEPT = timedelta(hours=1)
+
+
+def applied_settlements_prune(*, now: datetime) -> int:
+    """Forget the applied settlements older than an hour (nothing retries them any more); how many rows went."""
+    deleted, _ = AppliedSettlement.objects.filter(created_at__lt=now - APPLIED_SETTLEMENTS_KEPT).delete()
+    return deleted
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:

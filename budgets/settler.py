@@ -4,12 +4,13 @@ BudgetMiddleware awaits the settlement of its own request (after the answer went
 is fire-and-forget and a second cancellation does not lose it. Settlements of requests that finish within
 `GATEWAY_BUDGET_SETTLE_FLUSH_MS` of each other (0: no waiting; requests finishing while a batch is written
 still share the next one) are written by `counters.spend_settle_many`: one DELETE of the reservation rows,
-one UPDATE per counter; on PostgreSQL one call of the function of migration budgets/0004 doing all of it, sent
+one UPDATE per counter; on PostgreSQL one call of the function of migration budgets/0005 doing all of it, sent
 from the event loop like the holds (gateway_project/fast_pg.py). While the database is
 unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`; a batch that
 fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
 fails is logged, and its hold is released when it expires (`reservations_reap`), as it would be for a process
-that died.
+that died. Every settlement is applied once: a write whose commit succeeded but whose answer was lost, written
+again by a retry or by the request-by-request fallback, skips it (its id, `budgets_appliedsettlement`).
 """
 
 from __future__ import annotations

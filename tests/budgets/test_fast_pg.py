@@ -235,6 +235,51 @@ def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(mon
     assert sum("sent unprepared" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, settings):
+    """The settlement statement commits but its answer is held back past the deadline (a proxy delaying the
+    database's replies): the settler retries over a new connection, and the retry charges nothing again."""
+    from budgets import settler
+    from budgets.counters import Hold, Settlement
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    settings.GATEWAY_DB_DEADLINE_SECONDS = 0.5
+    settings.GATEWAY_ACCOUNTING_RETRY_SECONDS = 15
+    row = counter()
+    params = fast_pg.connection_params()
+    proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
+    proxied: dict = {}
+
+    def proxied_client():
+        loop = asyncio.get_running_loop()
+        if loop not in proxied:
+            proxied[loop] = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port})
+        return proxied[loop]
+
+    monkeypatch.setattr(fast_pg, "client", proxied_client)
+
+    async def scenario():
+        now = now_aware()
+        reservation, refused = await counter_sql.hold_all_async(
+            [(row.id, 10_000, False)], amount=700, request_id="lost-answer", now=now, expires_at=now + timedelta(1)
+        )
+        assert refused is None
+        hold = Hold(reservation_id=reservation, counter_ids=(row.id,), amount_units=700)
+        proxy.reply_delay = 1.2  # from now on the database's answers arrive after the deadline
+        threading.Timer(1.0, lambda: setattr(proxy, "reply_delay", 0.0)).start()
+        started = time.monotonic()
+        await settler._write_batch([Settlement(hold=hold, cost_units=300, is_byok=False)])
+        return time.monotonic() - started
+
+    try:
+        took = run(scenario())
+    finally:
+        proxy.stop()
+    assert took >= 0.5  # the first write timed out, at least one retry followed
+    row.refresh_from_db()
+    assert row.spent_units == 300 and row.reserved_units == 0  # charged once, released once
+    assert not SpendReservation.objects.filter(request_id="lost-answer").exists()
+
+
 def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced():
     async def scenario():
         client = fast_pg.client()

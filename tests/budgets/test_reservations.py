@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from budgets import counters, services
 from budgets.middleware import BudgetMiddleware
-from budgets.models import SpendCounter, SpendReservation
+from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
 from budgets.selectors import workspace_spend_limits
 from gateway_project.api.errors import GatewayError
 from tests.budgets.conftest import Upstream, make_ctx, principal_of, run
@@ -72,12 +72,12 @@ def test_budgets_reap_command_charges_expired_holds(org, settings):
         orphan_hold(org, "0.2")
         out = StringIO()
         call_command("budgets_reap", stdout=out)
-        assert out.getvalue().strip() == "charged 0 expired reservation(s) at their hold amount"
+        assert out.getvalue().splitlines()[0] == "charged 0 expired reservation(s) at their hold amount"
     with time_machine.travel(now + timedelta(seconds=61), tick=False):
         call_command("budgets_reap", stdout=out)
         call_command("budgets_reap", stdout=out)  # never twice
     assert "charged 2 expired reservation(s) at their hold amount" in out.getvalue()
-    assert out.getvalue().strip().endswith("charged 0 expired reservation(s) at their hold amount")
+    assert out.getvalue().splitlines()[-2] == "charged 0 expired reservation(s) at their hold amount"
     counter = SpendCounter.objects.get()
     assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")
     assert SpendReservation.objects.filter(reaped_at__isnull=False).count() == 2
@@ -99,3 +99,42 @@ def test_a_request_settling_after_its_hold_was_reaped_is_charged_its_cost_once(o
     counter = SpendCounter.objects.get()
     assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")  # the hold's charge replaced
     assert not SpendReservation.objects.exists()
+
+
+def test_a_settlement_applied_again_charges_nothing_twice(org):
+    """A retried write of settlements whose first write committed (its answer lost) applies none of them again;
+    in the same batch, a settlement not applied yet still is."""
+    limits = workspace_spend_limits(org.workspace.id)
+    services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
+    limits = workspace_spend_limits(org.workspace.id)
+    now = timezone.now()
+    first = counters.spend_reserve(limits=limits, amount_units=counters.usd_to_units(Decimal("0.4")), now=now)
+    second = counters.spend_reserve(limits=limits, amount_units=counters.usd_to_units(Decimal("0.3")), now=now)
+    applied = counters.Settlement(hold=first, cost_units=counters.usd_to_units(Decimal("0.25")), is_byok=False)
+    counters.spend_settle_many([applied])
+    counters.spend_settle_many([applied])  # the retry
+    counter = SpendCounter.objects.get()
+    assert counter.spent_usd == Decimal("0.25") and counter.reserved_units == second.amount_units
+    later = counters.Settlement(hold=second, cost_units=counters.usd_to_units(Decimal("0.1")), is_byok=False)
+    counters.spend_settle_many([applied, later])
+    counter.refresh_from_db()
+    assert counter.spent_usd == Decimal("0.35") and counter.reserved_units == 0
+    assert not SpendReservation.objects.exists()
+
+
+def test_budgets_reap_forgets_applied_settlements_after_an_hour(org):
+    services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
+    limits = workspace_spend_limits(org.workspace.id)
+    now = timezone.now()
+    with time_machine.travel(now, tick=False):
+        hold = counters.spend_reserve(limits=limits, amount_units=10, now=now)
+        counters.spend_settle_many([counters.Settlement(hold=hold, cost_units=5, is_byok=False)])
+    assert AppliedSettlement.objects.count() == 1
+    out = StringIO()
+    with time_machine.travel(now + timedelta(minutes=59), tick=False):
+        call_command("budgets_reap", stdout=out)
+    assert AppliedSettlement.objects.count() == 1
+    with time_machine.travel(now + timedelta(hours=1, seconds=1), tick=False):
+        call_command("budgets_reap", stdout=out)
+    assert AppliedSettlement.objects.count() == 0
+    assert out.getvalue().splitlines()[-1] == "forgot 1 applied settlement(s) older than an hour"
