@@ -91,7 +91,7 @@ def hold_all(
     counter took the hold (committed), else the index in `checks` of the first counter that refused (nothing
     held, no row).
 
-    On PostgreSQL, outside atomic(), this is one statement (`_HOLD_CALL`): one round trip. Elsewhere it is one
+    On PostgreSQL, outside atomic(), this is one statement (`_NATIVE_HOLD`): one round trip. Elsewhere it is one
     conditional UPDATE per counter and the INSERT in one transaction.
     """
     conn = connections[DEFAULT_DB_ALIAS]
@@ -120,46 +120,28 @@ def hold_all(
 
 
 # The hold on PostgreSQL: one call of the function of migration budgets/0003 (one statement, one round trip; the
-# function's plans are cached by the database session, where an equivalent CTE was planned on every call).
-# Counter ids, limits and the amount are integers formatted by this module; the rest are bound parameters.
-_HOLD_CALL = "SELECT budgets_spend_hold_v1('{{{ids}}}', '{{{limits}}}', '{{{byok}}}', {amount}, %s, %s, %s, %s, %s)"
-
-
-def hold_call(checks: list[tuple[int, int, bool]], amount: int) -> str:
-    """The text of the one-statement hold (PostgreSQL) for these counters and amount."""
-    return _HOLD_CALL.format(
-        ids=",".join(str(int(counter_id)) for counter_id, _, _ in checks),
-        limits=",".join(str(int(limit_units)) for _, limit_units, _ in checks),
-        byok=",".join("t" if include_byok else "f" for _, _, include_byok in checks),
-        amount=int(amount),
-    )
-
-
-_HOLD_PARAMS = "%s, %s, %s, %s, %s)"
-
-
-def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) -> tuple[bytes, list[bytes]]:
-    """The one-statement hold with libpq's `$n` placeholders and its parameters as text (aware datetimes)."""
-    statement = hold_call(checks, amount)
-    params = [
-        str(reservation_id).encode(),
-        request_id[:100].encode(),
-        counter_ids_json([c for c, _, _ in checks]).encode(),
-        now.isoformat().encode(),
-        expires_at.isoformat().encode(),
-    ]
-    return (statement[: -len(_HOLD_PARAMS)] + "$1, $2, $3, $4, $5)").encode(), params
-
-
-# The same call with every argument a parameter: one text for every hold, so the event loop's connection prepares
-# it once (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
-_PREPARED_HOLD = (
-    b"SELECT budgets_spend_hold_v1($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint, $5, $6, $7, $8, $9)"
+# function's plans are cached by the database session, where an equivalent CTE was planned on every call). Every
+# argument is a parameter, so every hold has the same text: the event loop's connection prepares it once
+# (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
+_HOLD_ARGUMENT_TYPES = (
+    "bigint[]",
+    "bigint[]",
+    "boolean[]",
+    "bigint",
+    "uuid",
+    "text",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
 )
+_HOLD = "SELECT budgets_spend_hold_v1({})"
+# libpq's placeholders (the event loop's connection, the database thread's PQexecParams) and psycopg's.
+_NATIVE_HOLD = _HOLD.format(", ".join(f"${n}::{t}" for n, t in enumerate(_HOLD_ARGUMENT_TYPES, start=1))).encode()
+_CURSOR_HOLD = _HOLD.format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
 
 
-def _prepared_hold(checks, amount, request_id, reservation_id, now, expires_at) -> list[bytes]:
-    """The parameters of `_PREPARED_HOLD` as text (aware datetimes)."""
+def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) -> list[bytes]:
+    """The parameters of `_NATIVE_HOLD` as text (aware datetimes)."""
     return [
         _array(str(int(counter_id)) for counter_id, _, _ in checks),
         _array(str(int(limit_units)) for _, limit_units, _ in checks),
@@ -183,8 +165,8 @@ async def hold_all_async(
     from gateway_project.db_deadline import deadline_seconds
 
     reservation_id = uuid.uuid4()
-    params = _prepared_hold(checks, amount, request_id, reservation_id, now, expires_at)
-    result = await fast_pg.client().query(_PREPARED_HOLD, params, deadline_seconds(), prepared=True)
+    params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
+    result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     if value is None:
         return reservation_id, None
@@ -240,24 +222,33 @@ async def settle_all_async(
 def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at) -> int | None:
     import psycopg
 
-    statement = hold_call(checks, amount)
-    counter_ids = counter_ids_json([c for c, _, _ in checks])
     conn.ensure_connection()
     if now.tzinfo is not None and expires_at.tzinfo is not None:
-        # libpq's PQexecParams on the driver's connection, the parameters as text (their types come from the
-        # function's signature): the same statement and round trip as a psycopg cursor, without its
-        # adaptation and result machinery (about 45 us of CPU per hold here, bench/hold_cost.py).
-        native, params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
+        # libpq's PQexecParams on the driver's connection, the parameters as text: the same statement and round
+        # trip as a psycopg cursor, without its adaptation and result machinery (about 45 us of CPU per hold
+        # here, bench/hold_cost.py).
+        params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
         with conn.wrap_database_errors:
-            result = conn.connection.pgconn.exec_params(native, params)
+            result = conn.connection.pgconn.exec_params(_NATIVE_HOLD, params)
             if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
                 raise psycopg.errors.error_from_result(result, encoding="utf-8")
             value = result.get_value(0, 0)
         return None if value is None else int(value)
-    params = [reservation_id, request_id[:100], counter_ids, now, expires_at]
+    counter_ids = counter_ids_json([c for c, _, _ in checks])
+    params = [
+        [int(counter_id) for counter_id, _, _ in checks],
+        [int(limit_units) for _, limit_units, _ in checks],
+        [bool(include_byok) for _, _, include_byok in checks],
+        int(amount),
+        reservation_id,
+        request_id[:100],
+        counter_ids,
+        now,
+        expires_at,
+    ]
     # Server-side binding without a prepared statement (it would not survive pgbouncer's transaction mode).
     with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
-        cursor.execute(statement, params, prepare=False)
+        cursor.execute(_CURSOR_HOLD, params, prepare=False)
         return cursor.fetchone()[0]
 
 

@@ -178,6 +178,25 @@ def test_holds_are_one_prepared_statement_of_the_loop_connection():
     assert len(holds) == 1 and next(iter(holds)).startswith("gateway_")
 
 
+def test_the_database_thread_hold_takes_aware_and_naive_times():
+    """`hold_all` outside atomic(): the same call by PQexecParams (aware datetimes) and by a psycopg cursor
+    (naive ones, taken in the session's time zone), each holding exactly its amount or refusing."""
+    row = counter()
+
+    def hold(amount, now, request_id):
+        return counter_sql.hold_all(
+            [(row.id, 1_000, False)], amount=amount, request_id=request_id, now=now, expires_at=now + timedelta(1)
+        )
+
+    aware = hold(600, now_aware(), "aware")
+    naive = hold(300, now_aware().replace(tzinfo=None), "naive")
+    refused = hold(200, now_aware().replace(tzinfo=None), "over")
+    assert aware[1] is None and naive[1] is None and refused[1] == 0
+    row.refresh_from_db()
+    assert row.reserved_units == 900
+    assert set(SpendReservation.objects.values_list("request_id", flat=True)) == {"aware", "naive"}
+
+
 def test_a_failed_execution_keeps_the_statement_prepared():
     async def scenario():
         client = fast_pg.client()
