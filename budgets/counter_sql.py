@@ -119,7 +119,7 @@ def hold_all(
     return reservation_id, None
 
 
-# The hold on PostgreSQL: one call of the function of migration budgets/0003 (one statement, one round trip; the
+# The hold on PostgreSQL: one call of the function of migration budgets/0006 (one statement, one round trip; the
 # function's plans are cached by the database session, where an equivalent CTE was planned on every call). Every
 # argument is a parameter, so every hold has the same text: the event loop's connection prepares it once
 # (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
@@ -134,7 +134,7 @@ _HOLD_ARGUMENT_TYPES = (
     "timestamptz",
     "timestamptz",
 )
-_HOLD = "SELECT budgets_spend_hold_v1({})"
+_HOLD = "SELECT budgets_spend_hold_v2({})"
 # libpq's placeholders (the event loop's connection, the database thread's PQexecParams) and psycopg's.
 _NATIVE_HOLD = _HOLD.format(", ".join(f"${n}::{t}" for n, t in enumerate(_HOLD_ARGUMENT_TYPES, start=1))).encode()
 _CURSOR_HOLD = _HOLD.format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
