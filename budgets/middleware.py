@@ -119,17 +119,9 @@ def budget_exceeded_error(exc: LimitExceeded) -> GatewayError:
     return GatewayError(402, message, metadata=metadata)
 
 
-async def _reserve_or_release(**kwargs) -> Hold:
-    """Take the hold; if the client goes away meanwhile, let the reservation finish and release it at once."""
-    task = asyncio.ensure_future(_reserve(**kwargs))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await _release_when_reserved(task)
-        raise
-
-
 async def _release_when_reserved(task: asyncio.Future) -> None:
+    """A hold whose request ended before it was admitted (refused by another check, failed, or gone): once the
+    hold is taken, release it at once."""
     try:
         hold = await task
     except Exception:  # refused or failed: nothing is held
@@ -155,17 +147,34 @@ class BudgetMiddleware:
             # nothing, but a limit already reached still refuses (DECISIONS §8).
             candidates = []
         amount = usd_to_units(worst_case_cost(ctx.body, candidates, prompt=request_prompt(ctx)))
+        # The hold is sent now and awaited where the request is about to reach the upstream (or to answer), with
+        # the checks sent ahead before it (gateway_project.pipeline.admitted): its round trip overlaps the
+        # preparation of the upstream call. A task, so that a client going away meanwhile cannot cut it short.
+        task = asyncio.ensure_future(
+            _reserve(limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id)
+        )
+        earlier = ctx.admission
+
+        async def admission() -> None:
+            if earlier is not None:  # the rate-limit check: a 429 comes before a 402
+                await earlier()
+            try:
+                ctx.reservation = await asyncio.shield(task)
+            except LimitExceeded as exc:
+                raise budget_exceeded_error(exc) from None
+
+        ctx.admission = admission
         try:
-            hold = await _reserve_or_release(
-                limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id
-            )
-        except LimitExceeded as exc:
-            raise budget_exceeded_error(exc) from None
-        ctx.reservation = hold
-        try:
+            # One turn of the loop: the task's first step sends the hold's statement (written at once: fast_pg
+            # `now`), and the rate-limit check queued before it leaves too; the request goes on while both travel.
+            await asyncio.sleep(0)
             await self.get_response(ctx)
         finally:
-            await self._settle(ctx, hold)
+            hold = ctx.reservation
+            if hold is not None:
+                await self._settle(ctx, hold)
+            else:  # never admitted: the hold (if it was taken) is released
+                await _release_when_reserved(task)
 
     async def _settle(self, ctx: Context, hold: Hold) -> None:
         if ctx.extras.get(OWNED_BY_TURNS):

@@ -128,8 +128,12 @@ class _Connection:
         self.fd = self.pgconn.socket
         loop.add_reader(self.fd, self._readable)
 
-    def send(self, statement: bytes, params: list[bytes | None], name: bytes | None = None) -> asyncio.Future:
-        """Queue `statement` (the named prepared statement `name` when given) and its sync; its result's future."""
+    def send(
+        self, statement: bytes, params: list[bytes | None], name: bytes | None = None, now: bool = False
+    ) -> asyncio.Future:
+        """Queue `statement` (the named prepared statement `name` when given) and its sync; its result's future.
+        Queued statements leave together at the end of the loop's turn; `now`: this one (and any queued before it)
+        leaves at once."""
         future = self.loop.create_future()
         preparing = None
         pgconn = self.pgconn
@@ -147,7 +151,9 @@ class _Connection:
             self.broken(django_error(error))
             raise django_error(error) from None
         self.pending.append((future, preparing))
-        if not self.flush_scheduled:
+        if now:
+            self._flush()
+        elif not self.flush_scheduled:
             self.flush_scheduled = True
             self.loop.call_soon(self._flush)
         return future
@@ -326,15 +332,22 @@ class FastPG:
         return self._connection
 
     async def query(
-        self, statement: bytes, params: list[bytes | None], timeout: float | None = None, prepared: bool = False
+        self,
+        statement: bytes,
+        params: list[bytes | None],
+        timeout: float | None = None,
+        prepared: bool = False,
+        now: bool = False,
     ) -> Any:
         """Send `statement` with text `params`; its last result (a `psycopg.pq` PGresult) once it has run. With
-        `prepared`, as a named prepared statement of the connection (see the module doc)."""
+        `prepared`, as a named prepared statement of the connection (see the module doc); with `now`, written to
+        the socket at once rather than at the end of the loop's turn (the budget hold: its round trip overlaps the
+        rest of the request's preparation)."""
         global prepared_statements
         if not (prepared and prepared_statements):
-            return await self._query(statement, params, timeout, None)
+            return await self._query(statement, params, timeout, None, now)
         try:
-            return await self._query(statement, params, timeout, statement_name(statement))
+            return await self._query(statement, params, timeout, statement_name(statement), now)
         except django_db.Error as error:
             if not _not_prepared_here(error):
                 raise
@@ -344,9 +357,11 @@ class FastPG:
                 "the database session lost a prepared statement (a connection pooler in transaction mode without "
                 "prepared statement support?): the data plane's statements are sent unprepared from now on"
             )
-        return await self._query(statement, params, timeout, None)
+        return await self._query(statement, params, timeout, None, now)
 
-    async def _query(self, statement: bytes, params: list[bytes | None], timeout: float | None, name) -> Any:
+    async def _query(
+        self, statement: bytes, params: list[bytes | None], timeout: float | None, name, now: bool = False
+    ) -> Any:
         loop = asyncio.get_running_loop()
         connection = self._connection
         if connection is None or connection.closed:
@@ -359,7 +374,7 @@ class FastPG:
                     ) from None
             else:
                 connection = await self._ready(loop)
-        future = connection.send(statement, params, name)
+        future = connection.send(statement, params, name, now)
         if not timeout:
             return await future
         timer = loop.call_later(timeout, _expire, connection, future, timeout)

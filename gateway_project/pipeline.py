@@ -236,7 +236,8 @@ class Context:
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
     client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
     ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
-    admission: Any = None  # an admission check sent ahead, not awaited yet (ratelimits): see `admitted`
+    admission: Any = None  # the admission checks sent ahead, not awaited yet (ratelimits, budgets): see `admitted`
+    not_admitted: bool = False  # an admission check refused the request or failed: it is not a recorded request
 
     @property
     def stream(self) -> bool:
@@ -244,14 +245,25 @@ class Context:
 
 
 async def admitted(ctx: Context) -> None:
-    """Await the admission check a middleware sent ahead and left pending (ratelimits.middleware sends the
-    rate-limit check and lets the budget hold be taken while it travels); raises its refusal. Awaited before
-    anything can answer: by AccountingMiddleware before it records the request, by the response cache before it
-    answers, and by the chain's innermost handler (inference.pipeline.runner.build_chain)."""
+    """Await the admission checks middlewares sent ahead and left pending; raises the first refusal (or the
+    check's own failure) and marks the request `not_admitted`.
+
+    ratelimits.middleware sends the rate-limit check and budgets.middleware the spend hold; each goes on with the
+    chain while its reply travels (the hold's callable awaits the rate limit's first, so a 429 comes before a
+    402). They are awaited before anything can reach the upstream or answer: by the upstream call itself
+    (inference.handler.call_with_fallback, before its first attempt; before the server-tool loop), by the
+    response cache before it answers from the cache, by the chain's innermost handler when it does not await
+    them itself (inference.pipeline.runner.build_chain), and by AccountingMiddleware before it records the
+    request (a request that failed before reaching that point is refused, not recorded, when a check refuses).
+    """
     admission = ctx.admission
     if admission is not None:
         ctx.admission = None
-        await admission()
+        try:
+            await admission()
+        except BaseException:
+            ctx.not_admitted = True
+            raise
 
 
 class OrganizationKeys(Protocol):

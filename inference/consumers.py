@@ -124,7 +124,7 @@ class InferenceConsumer:
         if InferenceConsumer._chain is None:
             from inference.handler import handle
 
-            InferenceConsumer._chain = build_chain(handle)
+            InferenceConsumer._chain = build_chain(handle, gates_admission=True)
         return InferenceConsumer._chain
 
     async def __call__(self, scope, receive, send) -> None:

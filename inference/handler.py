@@ -26,6 +26,7 @@ from django.conf import settings
 
 from budgets.estimate import output_token_cap
 from gateway_project.api.errors import GatewayError
+from gateway_project.pipeline import admitted
 from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
 from inference.ingress import ingress_of
@@ -220,6 +221,8 @@ async def handle(ctx: Context) -> None:
         from inference.servertools.loop import run_loop
 
         ingress_of(ctx).check_server_tools(plan)
+        if ctx.admission is not None:  # before any plugin or server tool runs (they may call out)
+            await admitted(ctx)
         await run_loop(ctx, responder, candidates, plan)
         return
     answer = _answer_stream if stream else _answer_json
@@ -269,6 +272,10 @@ async def call_with_fallback(
                 stream=stream,
                 timeouts=candidate_timeouts(timeouts, candidate.timeout_overrides),
             )
+            if ctx.admission is not None:
+                # The admission checks sent ahead (the spend hold, the rate-limit check) traveled while this call
+                # was prepared; nothing reaches an upstream before they pass (gateway_project.pipeline.admitted).
+                await admitted(ctx)
             try:
                 return await attempt(call, candidate, cred)
             except ProviderError as error:

@@ -2,7 +2,9 @@
 
 It runs innermost, so by the time `get_response` returns the client has its answer (JSON body sent or
 the last SSE frame written) and the row is written off the critical path. Failures and client
-disconnects (`asyncio.CancelledError`) are recorded too, in `finally`.
+disconnects (`asyncio.CancelledError`) are recorded too, in `finally`. A request that an admission check sent
+ahead refused (a 429 of the rate limits, a 402 of the spend hold: `gateway_project.pipeline.admitted`) or that
+went away before its checks were awaited is not recorded: it never reached the upstream.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ class AccountingMiddleware:
         self.get_response = get_response
 
     async def __call__(self, ctx: Context) -> None:
-        if ctx.admission is not None:  # a rate-limit check sent ahead: its refusal is not a recorded request
-            await admitted(ctx)
         outcome = ctx.outcome
+        cancelled = False
         try:
             await self.get_response(ctx)
         except asyncio.CancelledError:
+            cancelled = True
             outcome.status = "cancelled"
+            if ctx.admission is not None:  # gone before its admission checks were awaited: nothing went upstream
+                ctx.not_admitted = True
             raise
         except GatewayError as error:
             outcome.status = "failed"
@@ -42,8 +46,13 @@ class AccountingMiddleware:
                 outcome.error = GatewayError(500, f"Internal error: {type(error).__name__}")
             raise
         finally:
-            if outcome.latency_ms is None:
-                outcome.latency_ms = int((time.perf_counter() - ctx.started) * 1000)
-            if outcome.completed_at is None:
-                outcome.completed_at = datetime.now(UTC)
-            await record_generation(ctx)
+            if ctx.admission is not None and not cancelled:
+                # Failed before the upstream call awaited the admission checks sent ahead (rate limit, spend hold):
+                # a refusal comes first (raised here, it replaces the error) and the request is not recorded.
+                await admitted(ctx)
+            if not ctx.not_admitted:
+                if outcome.latency_ms is None:
+                    outcome.latency_ms = int((time.perf_counter() - ctx.started) * 1000)
+                if outcome.completed_at is None:
+                    outcome.completed_at = datetime.now(UTC)
+                await record_generation(ctx)

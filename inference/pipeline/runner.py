@@ -13,18 +13,22 @@ from inference.pipeline.context import Context
 Handler = Callable[[Context], Awaitable[None]]
 
 
-def build_chain(innermost: Handler, middleware_paths: list[str] | None = None) -> Handler:
-    """Wrap `innermost` in every configured middleware; the first path listed runs first."""
+def build_chain(
+    innermost: Handler, middleware_paths: list[str] | None = None, *, gates_admission: bool = False
+) -> Handler:
+    """Wrap `innermost` in every configured middleware; the first path listed runs first. `gates_admission`:
+    `innermost` awaits the admission checks sent ahead itself, before its upstream call (inference.handler.handle
+    does, so the spend hold and the rate-limit check travel while it prepares that call); otherwise they are
+    awaited before it runs."""
     paths = settings.GATEWAY_INFERENCE_MIDDLEWARE if middleware_paths is None else middleware_paths
 
     async def after_admission(ctx: Context) -> None:
-        # An admission check still pending here (a middleware list without AccountingMiddleware) is awaited
-        # before the handler can answer.
+        # An admission check still pending here is awaited before the handler can answer.
         if ctx.admission is not None:
             await admitted(ctx)
         await innermost(ctx)
 
-    handler: Handler = after_admission
+    handler: Handler = innermost if gates_admission else after_admission
     for path in reversed(paths):
         handler = import_string(path)(handler)
     return handler

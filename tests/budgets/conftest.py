@@ -14,6 +14,7 @@ from asgiref.sync import async_to_sync
 from accounts.models import ApiKey
 from accounts.principal import Principal
 from budgets.middleware import clear_caches
+from gateway_project.pipeline import admitted
 from inference.pipeline.context import Candidate, Context
 
 
@@ -88,6 +89,17 @@ class Upstream:
             raise self.fail
         ctx.outcome.status = self.status
         ctx.outcome.cost = self.cost
+
+
+def gated(handler):
+    """`handler` as the chain's innermost step: it awaits the spend hold sent ahead before the upstream call, as
+    inference.handler does (gateway_project.pipeline.admitted), so a refused hold never reaches it."""
+
+    async def innermost(ctx: Context) -> None:
+        await admitted(ctx)
+        await handler(ctx)
+
+    return innermost
 
 
 def run(middleware, ctx):

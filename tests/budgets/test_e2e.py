@@ -257,3 +257,26 @@ def test_byok_spend_counts_toward_the_budget_only_when_included(http, org):
     refused = ask(http)
     assert refused.status_code == 402
     assert refused.json()["error"]["metadata"]["budget"]["spent_usd"] == 0.012
+
+
+def test_a_refused_hold_comes_before_an_error_of_the_upstream_call(http, org):
+    """The hold travels while the upstream call is prepared and is awaited before it; a request that fails on the
+    way there (no credentials for its provider: 502) while its hold is refused is answered the 402, not recorded."""
+    from inference.routing import clear_caches
+
+    add_endpoint("nokey/model-1", "nokey", api_format="openai-responses", base_url="http://127.0.0.1:9/v1",
+                 api_key_env="GATEWAY_TEST_UNSET_KEY", completion_price="0.001")  # fmt: skip
+    clear_caches()
+    unanswerable = {"model": "nokey/model-1", "input": "a b c", "max_output_tokens": 4}
+    first = http.post("/responses", json=unanswerable)
+    assert first.status_code == 502 and "No provider credentials" in first.json()["error"]["message"]
+    assert len(generations()) == 1  # admitted: the failure is recorded
+    put_budget(org, "daily", 0.004)
+    assert ask(http).status_code == 200  # spends the budget
+    refused = http.post("/responses", json=unanswerable)
+    assert refused.status_code == 402, refused.content
+    assert refused.json()["error"]["metadata"]["budget"]["interval"] == "daily"
+    assert len(generations()) == 2  # the refused request is not recorded
+    counter = settled_counter(org)
+    assert counter.spent_usd == Decimal("0.004") and counter.reserved_units == 0
+    assert not SpendReservation.objects.exists()

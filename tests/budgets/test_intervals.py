@@ -10,7 +10,7 @@ from budgets import services
 from budgets.middleware import BudgetMiddleware
 from budgets.models import SpendCounter
 from gateway_project.api.errors import GatewayError
-from tests.budgets.conftest import Upstream, make_ctx, principal_of, run
+from tests.budgets.conftest import Upstream, gated, make_ctx, principal_of, run
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def at(*args):
 
 def request(org, upstream=None):
     upstream = upstream or Upstream(cost="0.10")
-    run(BudgetMiddleware(upstream), make_ctx(principal_of(org.inference_hash)))
+    run(BudgetMiddleware(gated(upstream)), make_ctx(principal_of(org.inference_hash)))
     return upstream
 
 

@@ -13,7 +13,7 @@ from budgets.models import SpendCounter, SpendReservation
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_cache import read_policy_version
 from inference.pipeline.context import SpendLimit
-from tests.budgets.conftest import Upstream, candidate, make_ctx, principal_of, run
+from tests.budgets.conftest import Upstream, candidate, gated, make_ctx, principal_of, run
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,7 @@ def workspace_counter(org, interval="daily") -> SpendCounter:
 
 def request(org, upstream, version=None, **ctx_kwargs):
     ctx = make_ctx(principal_of(org.inference_hash), policy_version=version or read_policy_version(), **ctx_kwargs)
-    run(BudgetMiddleware(upstream), ctx)
+    run(BudgetMiddleware(gated(upstream)), ctx)
     return ctx
 
 
@@ -83,7 +83,7 @@ def test_reservation_larger_than_the_actual_cost_is_released(org):
         ctx.outcome.status = "completed"
         ctx.outcome.cost = Decimal("0.0234")
 
-    run(BudgetMiddleware(upstream), ctx)
+    run(BudgetMiddleware(gated(upstream)), ctx)
     assert seen["reserved"] == 10**9  # $0.10 held while the call ran
     counter = workspace_counter(org)
     assert counter.spent_usd == Decimal("0.0234") and counter.reserved_units == 0
@@ -303,7 +303,7 @@ def test_client_gone_while_the_hold_is_taken_releases_it(org, monkeypatch):
 
     async def scenario():
         taken["event"] = asyncio.Event()
-        task = asyncio.ensure_future(BudgetMiddleware(upstream)(ctx))
+        task = asyncio.ensure_future(BudgetMiddleware(gated(upstream))(ctx))
         await asyncio.wait_for(taken["event"].wait(), 10)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -15,7 +15,7 @@ from budgets.middleware import BudgetMiddleware
 from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
 from budgets.selectors import workspace_spend_limits
 from gateway_project.api.errors import GatewayError
-from tests.budgets.conftest import Upstream, make_ctx, principal_of, run
+from tests.budgets.conftest import Upstream, gated, make_ctx, principal_of, run
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ def orphan_hold(org, amount_usd="0.85"):
 
 def request(org):
     upstream = Upstream(cost="0.10")
-    run(BudgetMiddleware(upstream), make_ctx(principal_of(org.inference_hash)))
+    run(BudgetMiddleware(gated(upstream)), make_ctx(principal_of(org.inference_hash)))
     return upstream
 
 

@@ -21,7 +21,7 @@ from budgets.models import SpendCounter, SpendReservation
 from gateway_project import lifespan
 from gateway_project.policy_cache import read_policy_version
 from inference.pipeline.context import SpendLimit
-from tests.budgets.conftest import make_ctx, principal_of
+from tests.budgets.conftest import gated, make_ctx, principal_of
 
 pytestmark = pytest.mark.django_db
 
@@ -132,7 +132,7 @@ async def concurrent_requests(ctxs: list, cost: str) -> None:
         ctx.outcome.cost = Decimal(cost)
         ctx.outcome.credential_is_byok = ctx.body["user"] == "byok"
 
-    middleware = BudgetMiddleware(upstream)
+    middleware = BudgetMiddleware(gated(upstream))
     await asyncio.gather(*(middleware(ctx) for ctx in ctxs))
 
 
@@ -155,7 +155,7 @@ def timed_request(org) -> float:
 
     ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
     started = time.monotonic()
-    async_to_sync(BudgetMiddleware(upstream))(ctx)
+    async_to_sync(BudgetMiddleware(gated(upstream)))(ctx)
     return time.monotonic() - started
 
 
@@ -180,7 +180,7 @@ def test_a_second_cancellation_does_not_lose_the_settlement(org, settings):
             ctx.outcome.cost = Decimal("0.03")
             raise asyncio.CancelledError  # the client went away
 
-        task = asyncio.ensure_future(BudgetMiddleware(upstream)(ctx))
+        task = asyncio.ensure_future(BudgetMiddleware(gated(upstream))(ctx))
         while not settler.settler.in_flight():  # the request now waits for its batch
             await asyncio.sleep(0.005)
         task.cancel()  # cancelled again while settling
@@ -222,7 +222,7 @@ def test_a_failing_batch_is_settled_request_by_request(org, monkeypatch, caplog)
                 bad_request["id"] = ctx.reservation.reservation_id
             ctx.outcome.cost = Decimal("0.05")
 
-        await asyncio.gather(*(BudgetMiddleware(upstream)(ctx) for ctx in ctxs))
+        await asyncio.gather(*(BudgetMiddleware(gated(upstream))(ctx) for ctx in ctxs))
 
     with caplog.at_level(logging.ERROR, logger="gateway.budgets"):
         async_to_sync(requests)()  # every request returns normally

@@ -13,7 +13,7 @@ from budgets.models import SpendReservation
 from budgets.turns import hold_turn, settle_turn
 from gateway_project.api.errors import GatewayError
 from gateway_project.policy_cache import read_policy_version
-from tests.budgets.conftest import make_ctx, principal_of, run
+from tests.budgets.conftest import gated, make_ctx, principal_of, run
 from tests.budgets.test_middleware import budget, workspace_counter
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ TURN = Decimal("0.10")  # the request's worst case (10 output tokens at $0.01), 
 
 def request(org, handler):
     ctx = make_ctx(principal_of(org.inference_hash), policy_version=read_policy_version())
-    run(BudgetMiddleware(handler), ctx)
+    run(BudgetMiddleware(gated(handler)), ctx)
     return ctx
 
 
