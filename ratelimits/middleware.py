@@ -101,10 +101,11 @@ class RateLimitMiddleware:
     """429 when the key's or the workspace's window is full; otherwise hold a slot and tokens, settle after.
 
     When the last decision for the key left room (ratelimits.limiter.start), the Redis check is sent and the
-    chain goes on while its reply travels: the budget hold is taken meanwhile, and the decision is awaited before
-    anything answers (AccountingMiddleware, the response cache, the innermost handler). A refusal then reads as
-    if the check had come first: any error raised meanwhile (a 402 of the budget hold) gives way to the 429, the
-    hold is released, and no Generation is recorded."""
+    chain goes on while its reply travels: the budget hold is sent meanwhile, and the decision is awaited (before
+    the hold's) where the request is about to reach the upstream or to answer (gateway_project.pipeline.admitted:
+    the upstream call, the response cache, AccountingMiddleware). A refusal then reads as if the check had come
+    first: any error raised meanwhile (a 402 of the budget hold) gives way to the 429, the hold is released, and
+    no Generation is recorded."""
 
     def __init__(self, get_response):
         self.get_response = get_response
