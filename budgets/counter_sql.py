@@ -166,7 +166,7 @@ async def hold_all_async(
 
     reservation_id = uuid.uuid4()
     params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
-    result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True, now=True)
+    result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     if value is None:
         return reservation_id, None

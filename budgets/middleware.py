@@ -165,8 +165,8 @@ class BudgetMiddleware:
 
         ctx.admission = admission
         try:
-            # One turn of the loop: the task's first step sends the hold's statement (written at once: fast_pg
-            # `now`), and the rate-limit check queued before it leaves too; the request goes on while both travel.
+            # One turn of the loop: the task's first step sends the hold's statement (libpq writes it as it is
+            # queued), and the rate-limit check queued before it leaves too; the request goes on while both travel.
             await asyncio.sleep(0)
             await self.get_response(ctx)
         finally:

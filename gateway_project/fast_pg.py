@@ -11,8 +11,10 @@ watched with `loop.add_reader`, in the spirit of gateway_project/fast_redis.py:
   gateway_project/db_options.py), in autocommit;
 - pipeline mode: each statement is sent with `PQsendQueryParams` (the unnamed statement: no server-side
   prepared statement, no session state, so pgbouncer's transaction mode works) followed by its own sync, so a
-  failing statement cannot abort another; the statements issued in one turn of the loop leave in one write,
-  and results are matched to callers in order;
+  failing statement cannot abort another; libpq writes each statement to the socket as its sync is queued
+  (`PQpipelineSync` flushes; what the socket's buffer could not take is written when it drains, and the end of
+  the loop's turn tries again), so a statement leaves before its caller yields; results are matched to callers
+  in order;
 - parameters and results as text (callers format them; the types come from the statement);
 - `query(..., prepared=True)` (the hold and the settlement): a named server-side prepared statement, prepared on
   the connection's first use of it in the same pipeline as its first execution, then only bound and executed
@@ -128,12 +130,8 @@ class _Connection:
         self.fd = self.pgconn.socket
         loop.add_reader(self.fd, self._readable)
 
-    def send(
-        self, statement: bytes, params: list[bytes | None], name: bytes | None = None, now: bool = False
-    ) -> asyncio.Future:
-        """Queue `statement` (the named prepared statement `name` when given) and its sync; its result's future.
-        Queued statements leave together at the end of the loop's turn; `now`: this one (and any queued before it)
-        leaves at once."""
+    def send(self, statement: bytes, params: list[bytes | None], name: bytes | None = None) -> asyncio.Future:
+        """Queue `statement` (the named prepared statement `name` when given) and its sync; its result's future."""
         future = self.loop.create_future()
         preparing = None
         pgconn = self.pgconn
@@ -151,9 +149,7 @@ class _Connection:
             self.broken(django_error(error))
             raise django_error(error) from None
         self.pending.append((future, preparing))
-        if now:
-            self._flush()
-        elif not self.flush_scheduled:
+        if not self.flush_scheduled:
             self.flush_scheduled = True
             self.loop.call_soon(self._flush)
         return future
@@ -332,22 +328,15 @@ class FastPG:
         return self._connection
 
     async def query(
-        self,
-        statement: bytes,
-        params: list[bytes | None],
-        timeout: float | None = None,
-        prepared: bool = False,
-        now: bool = False,
+        self, statement: bytes, params: list[bytes | None], timeout: float | None = None, prepared: bool = False
     ) -> Any:
         """Send `statement` with text `params`; its last result (a `psycopg.pq` PGresult) once it has run. With
-        `prepared`, as a named prepared statement of the connection (see the module doc); with `now`, written to
-        the socket at once rather than at the end of the loop's turn (the budget hold: its round trip overlaps the
-        rest of the request's preparation)."""
+        `prepared`, as a named prepared statement of the connection (see the module doc)."""
         global prepared_statements
         if not (prepared and prepared_statements):
-            return await self._query(statement, params, timeout, None, now)
+            return await self._query(statement, params, timeout, None)
         try:
-            return await self._query(statement, params, timeout, statement_name(statement), now)
+            return await self._query(statement, params, timeout, statement_name(statement))
         except django_db.Error as error:
             if not _not_prepared_here(error):
                 raise
@@ -357,11 +346,9 @@ class FastPG:
                 "the database session lost a prepared statement (a connection pooler in transaction mode without "
                 "prepared statement support?): the data plane's statements are sent unprepared from now on"
             )
-        return await self._query(statement, params, timeout, None, now)
+        return await self._query(statement, params, timeout, None)
 
-    async def _query(
-        self, statement: bytes, params: list[bytes | None], timeout: float | None, name, now: bool = False
-    ) -> Any:
+    async def _query(self, statement: bytes, params: list[bytes | None], timeout: float | None, name) -> Any:
         loop = asyncio.get_running_loop()
         connection = self._connection
         if connection is None or connection.closed:
@@ -374,7 +361,7 @@ class FastPG:
                     ) from None
             else:
                 connection = await self._ready(loop)
-        future = connection.send(statement, params, name, now)
+        future = connection.send(statement, params, name)
         if not timeout:
             return await future
         timer = loop.call_later(timeout, _expire, connection, future, timeout)

@@ -149,6 +149,29 @@ def test_a_failing_pipelined_statement_does_not_affect_the_others():
     assert isinstance(bad, DataError) and "invalid input syntax" in str(bad)
 
 
+def test_a_statement_leaves_when_it_is_sent_before_the_loop_turns():
+    """The budget hold is sent ahead and the request goes on without yielding (budgets/middleware.py): the
+    statement must reach the database at once, not at the end of the loop's turn. libpq's pipeline sync writes
+    it; the database runs it while the loop is still busy."""
+    url = database_url(connection.settings_dict)
+
+    async def scenario():
+        client = fast_pg.client()
+        await client.query(b"SELECT 1", [])  # the connection is open
+        marker = f"sent-{uuid.uuid4().hex[:8]}"
+        future = client._connection.send(f"SELECT '{marker}'".encode(), [])
+        time.sleep(0.3)  # the request's own work: the loop does not turn
+        with psycopg.connect(url) as other:
+            seen = other.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gateway-data-plane' AND query LIKE %s",
+                [f"%{marker}%"],
+            ).fetchone()[0]
+        assert (await future).get_value(0, 0) == marker.encode()
+        return seen
+
+    assert run(scenario()) == 1
+
+
 def _prepared_statements(client) -> dict[str, str]:
     async def names():
         result = await client.query(b"SELECT name, statement FROM pg_prepared_statements", [])
