@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Added latency at one connection (wrk p50, or requests/s at CONN connections with METRIC=rps) of several
 # gateway variants side by side: one worker per checkout, all up at once on core 1 (the upstream and wrk on
-# core 0), measured in turn, round after round, so that a drift of the shared machine hits every variant alike.
+# core 0), measured in turn, round after round, so that a drift of the shared machine hits every variant alike;
+# the order is rotated by one each round, so that no variant is always the one measured right after the upstream.
 # A variant is CHECKOUT:POLICIES, POLICIES being "none" or letters of bench/policies.py's BENCH_POLICY_SET
 # (g guardrail, b budget and key limit, r rate limits); each policy set gets its own key in one database.
 #
@@ -53,10 +54,16 @@ up=$(lua sk-bench-upstream)
 for variant in "$@"; do dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd)
   measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" 2 >/dev/null; done
 echo "metric: $METRIC at $CONN connection(s), stream=$STREAM, $DUR s per measure (the upstream's own at 1 connection)"
+variants=("$@"); n=${#variants[@]}
 for round in $(seq "$ROUNDS"); do
   line="round $round | upstream $(measure "http://127.0.0.1:$UPSTREAM_PORT/v1/responses" "$up" 1 3)"
-  for variant in "$@"; do dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd)
-    line="$line | $variant $(measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" "$DUR")"
+  # The variants are measured in an order rotated by one each round (the one measured right after the upstream
+  # changes), and printed in the order given.
+  declare -A result=()
+  for k in $(seq 0 $((n - 1))); do i=$(((k + round - 1) % n)); variant=${variants[$i]}
+    dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd)
+    result[$i]=$(measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" "$DUR")
   done
+  for i in $(seq 0 $((n - 1))); do line="$line | ${variants[$i]} ${result[$i]}"; done
   echo "$line"
 done
