@@ -1,5 +1,7 @@
-"""The thin shared send of the HTTP adapters: one pooled aiohttp session per event loop, time limits,
-server-sent events, and the mapping of every upstream failure to a `ProviderErrorKind`.
+"""The thin shared send of the HTTP adapters: the upstream call over the data plane's own HTTP/1.1 client
+(inference.providers.upstream_client: keep-alive connections pooled per event loop), time limits, server-sent
+events, and the mapping of every upstream failure to a `ProviderErrorKind`. (The aiohttp session of
+`get_session` serves the web-search engines, not the upstream calls.)
 
 Time limits (`Timeouts` of the call): `connect` for the TCP connect. A JSON call has one limit, `total`, from
 the send until the whole body was read: a provider answers a non-streaming call only when the answer is done,
@@ -36,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -46,6 +47,7 @@ import orjson
 from django.conf import settings
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
+from inference.providers import upstream_client
 from inference.providers.base import (
     FLUSH,
     Adapter,
@@ -116,7 +118,9 @@ def get_session() -> aiohttp.ClientSession:
 
 
 async def close_session() -> None:
-    """Close the running loop's session (at shutdown, or at the end of a test's event loop)."""
+    """Close the running loop's upstream connections and aiohttp session (at shutdown, or at the end of a test's
+    event loop)."""
+    upstream_client.close_pool()
     session = _sessions.pop(asyncio.get_running_loop(), None)
     if session is not None:
         await session.close()
@@ -134,51 +138,28 @@ def _drop_sessions_at_exit() -> None:
     _sessions.clear()
 
 
-@functools.lru_cache(maxsize=128)
-def _client_timeout(timeouts: Timeouts, stream: bool) -> aiohttp.ClientTimeout:
-    """aiohttp's limits of one call: the connect, and for a stream `read` between two reads of the socket (it
-    also runs while the consumer is slow). A JSON call has no socket-read limit: `post_json`'s `total`,
-    started before the send, always runs out first, and aiohttp re-arming a timer on every read costs CPU."""
-    read = timeouts.read if stream else None
-    return aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_connect=timeouts.connect, sock_read=read)
-
-
 def max_response_bytes() -> int:
     return settings.GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES
 
 
-def too_large(limit: int) -> ProviderError:
+def too_large() -> ProviderError:
+    limit = max_response_bytes()
     return ProviderError(
         ProviderErrorKind.SERVER,
         f"upstream response larger than {limit} bytes (GATEWAY_UPSTREAM_MAX_RESPONSE_BYTES)",
     )
 
 
-async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    """The whole body, or TOO LARGE as soon as it (or its declared Content-Length) exceeds `limit`."""
-    if (response.content_length or 0) > limit:
-        raise too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await response.content.readany():
-        size += len(chunk)
-        if size > limit:
-            raise too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 # --- send ---------------------------------------------------------------------------------------------------
 
 
-async def _open(request: UpstreamRequest, timeouts: Timeouts, stream: bool) -> aiohttp.ClientResponse:
-    response = await get_session().post(
-        request.url,
-        data=orjson.dumps(request.json),
-        headers=request.headers,
-        timeout=_client_timeout(timeouts, stream),
-        allow_redirects=False,
-    )
+async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream_client.Response:
+    try:
+        body = orjson.dumps(request.json)
+        pool = upstream_client.get_pool()
+        response = await pool.post(request.url, request.headers, body, timeouts.connect, max_response_bytes())
+    except upstream_client.InvalidRequest as error:  # nothing was sent
+        raise ProviderError(ProviderErrorKind.SERVER, f"invalid upstream request: {error}") from None
     if 300 <= response.status < 400:
         response.close()  # the redirect's body (and its target) stays unread
         raise ProviderError(
@@ -194,29 +175,28 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     may have billed is marked `maybe_billed`: a timeout after the send, a 2xx answer whose body broke off or
     grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it)."""
     sent = answered = False
+    response: upstream_client.Response | None = None
     try:
         async with asyncio.timeout(timeouts.total):
-            response = await _open(request, timeouts, False)
+            response = await _open(request, timeouts)
             sent = True
             answered = response.status < 300
-            try:
-                data = await _read_bounded(response, max_response_bytes())
-            except BaseException:
-                response.close()
-                raise
-            response.release()
+            data = await response.read_all(too_large)
     except TimeoutError as exc:
         error = error_for_exception(exc, secret)
         # Past the connect the request reached the provider, which may be generating (and billing) it.
-        error.maybe_billed = sent or not isinstance(exc, aiohttp.ConnectionTimeoutError)
+        error.maybe_billed = sent or not isinstance(exc, upstream_client.ConnectTimeout)
         raise error
-    except aiohttp.ClientError as exc:
+    except ConnectionError as exc:  # the client's failures (connect, cut short, disconnected)
         error = error_for_exception(exc, secret)
         error.maybe_billed = answered
         raise error
     except ProviderError as error:
         error.maybe_billed = error.maybe_billed or answered
         raise
+    finally:
+        if response is not None:
+            response.release()  # back to the pool when read to its end, closed otherwise
     if response.status >= 400:
         raise error_for_status(response.status, data, response.headers, secret)
     return loads(data, "JSON body")
@@ -231,7 +211,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     time included: the provider may be generating), and a 2xx answer that broke off, grew past the size limit
     or was not an event stream.
     """
-    response: aiohttp.ClientResponse | None = None
+    response: upstream_client.Response | None = None
     deadline: EventDeadline | None = None
     answered = False
     finished = False
@@ -241,23 +221,23 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     try:
         try:
             async with asyncio.timeout(timeouts.first_byte):
-                response = await _open(request, timeouts, True)
+                response = await _open(request, timeouts)
                 answered = response.status < 300
                 if response.status >= 400:
-                    data = await _read_bounded(response, limit)
+                    data = await response.read_all(too_large)
                     raise error_for_status(response.status, data, response.headers, secret)
                 if "text/event-stream" not in response.headers.get("Content-Type", ""):
-                    raw = decode_error_body(await _read_bounded(response, limit), secret)
+                    raw = decode_error_body(await response.read_all(too_large), secret)
                     if isinstance(raw, dict) and raw.get("error"):
                         answered = False  # an error object: the provider says the request failed
                         raise body_error(raw["error"], raw=raw)
                     raise malformed("stream (not an event stream)", raw=raw)
                 events: list[ServerSentEvent] = []
                 while not events:
-                    chunk = await response.content.readany()
+                    chunk = await response.read_any()
                     size += len(chunk)
                     if size > limit:
-                        raise too_large(limit)
+                        raise too_large()
                     events = decoder.feed(chunk) if chunk else decoder.flush()
                     if not chunk:
                         break
@@ -267,10 +247,10 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
             while chunk:
                 with deadline:  # per event: bytes without an event are no progress
                     while True:
-                        chunk = await response.content.readany()
+                        chunk = await response.read_any()
                         size += len(chunk)
                         if size > limit:
-                            raise too_large(limit)
+                            raise too_large()
                         events = decoder.feed(chunk) if chunk else decoder.flush()
                         if events or not chunk:
                             break
@@ -280,9 +260,9 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
         except TimeoutError as exc:
             error = error_for_exception(exc, secret)
             # Past the connect the request reached the provider, which may be generating (and billing) it.
-            error.maybe_billed = response is not None or not isinstance(exc, aiohttp.ConnectionTimeoutError)
+            error.maybe_billed = response is not None or not isinstance(exc, upstream_client.ConnectTimeout)
             raise error
-        except aiohttp.ClientError as exc:
+        except ConnectionError as exc:  # the client's failures (connect, cut short, disconnected)
             error = error_for_exception(exc, secret)
             error.maybe_billed = answered
             raise error

@@ -1,4 +1,4 @@
-"""The send's time limits as aiohttp gets them, and `EventDeadline`, the stream's limit between two events."""
+"""`EventDeadline`, the stream's limit between two events (the connect limit: test_upstream_client.py)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,7 @@ import asyncio
 
 import pytest
 
-from inference.providers.base import Timeouts
 from inference.providers.deadline import EventDeadline
-from inference.providers.http import _client_timeout
-
-
-def test_aiohttp_gets_the_connect_limit_and_a_socket_read_limit_for_streams_only():
-    timeouts = Timeouts(connect=1.5, first_byte=2.5, read=3.5, total=4.5)
-    stream, json = _client_timeout(timeouts, True), _client_timeout(timeouts, False)
-    assert stream.sock_read == 3.5 and json.sock_read is None  # a JSON call: post_json's `total` bounds it
-    assert stream.connect == stream.sock_connect == json.connect == json.sock_connect == 1.5
-    assert stream.total is None and json.total is None
-    assert _client_timeout(Timeouts(read=9), True).sock_read == 9  # cached per limits, not per stream flag alone
 
 
 async def test_a_block_longer_than_the_limit_raises_timeout_error():

@@ -1,0 +1,378 @@
+"""The data plane's HTTP/1.1 client (inference.providers.upstream_client) against loopback servers that write
+the exact bytes of each case: keep-alive reuse and its limits, bodies by length, chunked and delimited by the
+end of the connection, gzip and deflate with the decompression bounded, 1xx answers, TLS with verification,
+the connect limit, header injection, and every way an answer can break off (as post_json reports them)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import gzip
+import ipaddress
+import ssl
+import zlib
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from inference.providers import upstream_client
+from inference.providers.base import ProviderError, Timeouts, UpstreamRequest
+from inference.providers.http import post_json
+from inference.providers.upstream_client import (
+    ConnectFailed,
+    ConnectTimeout,
+    InvalidRequest,
+    ResponseCutShort,
+    UpstreamDisconnected,
+    UpstreamPool,
+)
+
+
+class Server:
+    """A loopback TCP server; `answer(request_bytes, writer, index)` writes each answer. Records the requests
+    and how many connections were opened."""
+
+    def __init__(self, answer, tls: ssl.SSLContext | None = None) -> None:
+        self.answer = answer
+        self.tls = tls
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.open_now = 0
+        self.most_open = 0
+
+    async def __aenter__(self) -> Server:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self.port = self.server.sockets[0].getsockname()[1]
+        scheme = "https" if self.tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}/v1/echo?x=1"
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.open_now += 1
+        self.most_open = max(self.most_open, self.open_now)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                keep = await self.answer(head + body, writer, len(self.requests) - 1)
+                await writer.drain()
+                if keep is False:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.open_now -= 1
+            writer.close()
+
+
+def ok(body: bytes, extra: bytes = b"") -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n%s" % (
+        len(body),
+        extra,
+        body,
+    )
+
+
+def fixed(data: bytes, keep=True):
+    async def answer(request, writer, index):
+        writer.write(data)
+        return keep
+
+    return answer
+
+
+async def call(pool: UpstreamPool, url: str, headers=None, body=b"{}", limit=0) -> tuple[int, bytes, object]:
+    response = await pool.post(url, headers or {"Content-Type": "application/json"}, body, 5, limit)
+    data = await response.read_all(lambda: ValueError("too large"))
+    response.release()
+    return response.status, data, response.headers
+
+
+@pytest.fixture
+async def pool():
+    pool = UpstreamPool(asyncio.get_running_loop())
+    yield pool
+    pool.close()
+
+
+async def test_a_keep_alive_connection_carries_the_next_request(pool):
+    async with Server(fixed(ok(b'{"a":1}'))) as server:
+        for _ in range(3):
+            status, data, headers = await call(pool, server.url)
+            assert (status, data, headers.get("CONTENT-TYPE")) == (200, b'{"a":1}', "application/json")
+        assert server.connections == 1 and pool.connections_open() == 1
+        request = server.requests[0]
+        assert request.startswith(b"POST /v1/echo?x=1 HTTP/1.1\r\n")
+        assert b"\r\nHost: 127.0.0.1:%d\r\n" % server.port in request
+        assert b"\r\nAccept: */*\r\n" in request and b"\r\nAccept-Encoding: gzip, deflate\r\n" in request
+        assert b"\r\nContent-Length: 2\r\n" in request and b"user-agent" not in request.lower()
+
+
+async def test_an_answer_with_connection_close_is_not_reused(pool):
+    async with Server(fixed(ok(b"{}", b"Connection: close\r\n"), keep=False)) as server:
+        await call(pool, server.url)
+        await call(pool, server.url)
+        assert server.connections == 2
+
+
+async def test_chunked_and_connection_delimited_bodies():
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+    delimited = b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end"
+    pool = UpstreamPool(asyncio.get_running_loop())
+    try:
+        async with Server(fixed(chunked)) as server:
+            assert (await call(pool, server.url))[1] == b"abcdefg"
+            assert (await call(pool, server.url))[1] == b"abcdefg"
+            assert server.connections == 1
+        async with Server(fixed(delimited, keep=False)) as server:
+            assert (await call(pool, server.url))[1] == b"until the end"
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize(
+    "encoding, compress",
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),  # zlib-wrapped, as the RFC says
+        ("deflate", lambda data: zlib.compress(data)[2:-4]),  # raw deflate, as some servers send it
+    ],
+)
+async def test_compressed_answers_are_decompressed(pool, encoding, compress):
+    body = b'{"text": "' + b"hello " * 2000 + b'"}'
+    answer = ok(compress(body), b"Content-Encoding: %s\r\n" % encoding.encode())
+    async with Server(fixed(answer)) as server:
+        assert (await call(pool, server.url))[1] == body
+
+
+async def test_a_compressed_bomb_is_decompressed_no_further_than_the_bound(pool):
+    bomb = gzip.compress(b"\0" * (50 << 20))  # 50 MB of zeros in about 50 KB
+    async with Server(fixed(ok(bomb, b"Content-Encoding: gzip\r\n"))) as server:
+        response = await pool.post(server.url, {}, b"{}", 5, 1000)
+        received = 0
+        with pytest.raises(ValueError, match="too large"):
+            while chunk := await response.read_any():
+                received += len(chunk)
+                assert received <= 1001
+                if received > response.limit:
+                    raise ValueError("too large")
+        response.close()
+
+
+async def test_an_early_hints_answer_is_skipped(pool):
+    answer = b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n" + ok(b'{"final":true}')
+    async with Server(fixed(answer)) as server:
+        for _ in range(2):  # and the connection stays usable
+            status, data, _ = await call(pool, server.url)
+            assert (status, data) == (200, b'{"final":true}')
+        assert server.connections == 1
+
+
+@pytest.mark.parametrize("name, value", [("X-Note", "a\r\nX-Injected: 1"), ("X-Note", "a\nb"), ("X-No\x00te", "a")])
+async def test_a_header_with_a_control_character_is_refused_before_anything_is_sent(pool, name, value):
+    async with Server(fixed(ok(b"{}"))) as server:
+        with pytest.raises(InvalidRequest):
+            await pool.post(server.url, {name: value}, b"{}", 5)
+        await asyncio.sleep(0.05)
+        assert server.connections == 0
+
+
+async def test_a_connect_that_does_not_finish_in_time_is_a_connect_timeout(pool):
+    async def silent(reader, writer):  # accepts the TCP connection, never answers the TLS handshake
+        await asyncio.sleep(10)
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    started = asyncio.get_running_loop().time()
+    try:
+        with pytest.raises(ConnectTimeout):
+            await pool.post(f"https://127.0.0.1:{port}/v1", {}, b"{}", 0.3)
+        assert asyncio.get_running_loop().time() - started < 2
+        request = UpstreamRequest(f"https://127.0.0.1:{port}/v1", {}, {})
+        with pytest.raises(ProviderError) as failed:
+            await post_json(request, Timeouts(connect=0.3), "sk")
+        assert failed.value.kind.value == "timeout" and not failed.value.maybe_billed  # nothing was sent
+    finally:
+        server.close()
+
+
+async def test_a_refused_connection_is_a_connect_failure(pool):
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    with pytest.raises(ConnectFailed):
+        await pool.post(f"http://127.0.0.1:{port}/v1", {}, b"{}", 5)
+    with pytest.raises(ProviderError, match="cannot connect to upstream") as failed:
+        await post_json(UpstreamRequest(f"http://127.0.0.1:{port}/v1", {}, {}), Timeouts(), "sk")
+    assert not failed.value.maybe_billed
+
+
+def _certificate() -> tuple[bytes, bytes]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), pem_key
+
+
+async def test_tls_with_a_trusted_certificate_works_and_an_untrusted_one_is_refused(tmp_path):
+    cert, key = _certificate()
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    trusting = ssl.create_default_context(cadata=cert.decode())
+    loop = asyncio.get_running_loop()
+    async with Server(fixed(ok(b'{"tls":true}')), tls=server_tls) as server:
+        pool = UpstreamPool(loop, ssl_context=trusting)
+        try:
+            assert (await call(pool, server.url))[1] == b'{"tls":true}'
+        finally:
+            pool.close()
+        default = UpstreamPool(loop)  # the system's CAs: the self-signed certificate is not trusted
+        try:
+            with pytest.raises(ConnectFailed, match="certificate verify failed"):
+                await default.post(server.url, {}, b"{}", 5)
+        finally:
+            default.close()
+
+
+async def test_a_body_cut_short_and_a_connection_closed_before_the_answer():
+    async def cut(request, writer, index):
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+        return False
+
+    async def closed(request, writer, index):
+        return False
+
+    async def garbage(request, writer, index):
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        return True
+
+    async with Server(cut) as server:
+        request = UpstreamRequest(server.url, {}, {})
+        with pytest.raises(ProviderError, match="upstream response cut short") as failed:
+            await post_json(request, Timeouts(), "sk")
+        assert failed.value.maybe_billed  # a 2xx answer had begun: the provider answered
+    async with Server(closed) as server:
+        with pytest.raises(ProviderError, match="upstream connection failed") as failed:
+            await post_json(UpstreamRequest(server.url, {}, {}), Timeouts(), "sk")
+        assert not failed.value.maybe_billed
+        pool = UpstreamPool(asyncio.get_running_loop())
+        with pytest.raises(UpstreamDisconnected):
+            await pool.post(server.url, {}, b"{}", 5)
+        pool.close()
+    async with Server(garbage) as server:
+        pool = UpstreamPool(asyncio.get_running_loop())
+        with pytest.raises(UpstreamDisconnected, match="invalid HTTP answer"):
+            await pool.post(server.url, {}, b"{}", 5)
+        pool.close()
+    cut_chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"
+    async with Server(fixed(cut_chunked, keep=False)) as server:
+        pool = UpstreamPool(asyncio.get_running_loop())
+        response = await pool.post(server.url, {}, b"{}", 5)
+        with pytest.raises(ResponseCutShort):
+            await response.read_all()
+        pool.close()
+
+
+async def test_an_endless_head_is_cut_off(pool):
+    async def endless(request, writer, index):
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+        for _ in range(200):
+            writer.write(b"a" * 4096)
+            await writer.drain()
+        return True
+
+    async with Server(endless) as server:
+        with pytest.raises(UpstreamDisconnected, match="head is larger than"):
+            await pool.post(server.url, {}, b"{}", 5)
+        assert pool.connections_open() == 0
+
+
+async def test_at_most_limit_connections_are_open_and_the_others_wait():
+    async def slow(request, writer, index):
+        await asyncio.sleep(0.1)
+        writer.write(ok(b"{}"))
+        return True
+
+    pool = UpstreamPool(asyncio.get_running_loop(), limit=2)
+    try:
+        async with Server(slow) as server:
+            results = await asyncio.gather(*(call(pool, server.url) for _ in range(6)))
+            assert [status for status, _, _ in results] == [200] * 6
+            assert server.most_open == 2 and server.connections == 2
+    finally:
+        pool.close()
+
+
+async def test_idle_connections_are_closed_after_the_keep_alive_time():
+    pool = UpstreamPool(asyncio.get_running_loop(), keepalive=0.2)
+    try:
+        async with Server(fixed(ok(b"{}"))) as server:
+            await call(pool, server.url)
+            assert pool.connections_open() == 1
+            await asyncio.sleep(0.5)
+            assert pool.connections_open() == 0
+            await call(pool, server.url)
+            assert server.connections == 2
+    finally:
+        pool.close()
+
+
+async def test_an_answer_nobody_asked_for_drops_the_connection(pool):
+    async def twice(request, writer, index):
+        writer.write(ok(b"{}") + (ok(b'{"extra":1}') if index == 0 else b""))
+        return True
+
+    async with Server(twice) as server:
+        assert (await call(pool, server.url))[1] == b"{}"
+        await asyncio.sleep(0.05)
+        assert (await call(pool, server.url))[1] == b"{}"  # on a fresh connection, not the extra answer
+        assert server.connections == 2
+
+
+async def test_a_slow_reader_pauses_the_connection(pool, monkeypatch):
+    monkeypatch.setattr(upstream_client, "PAUSE_BYTES", 64 * 1024)
+    big = b"y" * (4 << 20)
+
+    async def large(request, writer, index):
+        writer.write(ok(big))
+        return True
+
+    async with Server(large) as server:
+        response = await pool.post(server.url, {}, b"{}", 5)
+        await asyncio.sleep(0.3)  # the upstream writes as fast as it can; nobody reads
+        assert response._paused and response._buffered < 4 << 20
+        data = await response.read_all()
+        assert data == big
+        response.release()
+        assert pool.connections_open() == 1  # read to its end: kept for the next request
