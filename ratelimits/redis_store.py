@@ -2,8 +2,10 @@
 
 Per scope, a sorted set `gateway:rl:<scope>:log` (member: request id, score: admission time in ms from the
 Redis clock, so every replica shares one clock) and a hash `gateway:rl:<scope>:tokens` (request id -> tokens
-held, and `_total`). Both expire a second after the window of their newest entry. One Redis (or a primary),
-not a Redis Cluster: a check touches the keys of two scopes.
+held, `_total`, and `_expiry`: when the keys' time to live was last set). Both expire at least a second after
+the window of their newest entry: an admission sets their time to live to the window plus two seconds when
+the last time it was set is a second old or more (not on every check: two commands less per scope). One
+Redis (or a primary), not a Redis Cluster: a check touches the keys of two scopes.
 
 Settlements (a request's held tokens replaced by its usage) are not sent on their own when another check
 follows soon: the process's next check carries them, first thing in its script (so that check already sees
@@ -59,7 +61,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window, id, tokens, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 settle(5 + 2 * n, 2 * n + 1)
 local cutoff = now - window
-local counts, totals, oldest = {}, {}, {}
+local counts, totals, oldest, marks = {}, {}, {}, {}
 local refused, dimension, retry = 0, '', 0
 for i = 1, n do
   local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
@@ -76,7 +78,9 @@ for i = 1, n do
     end
   end
   counts[i] = redis.call('ZCARD', log)
-  totals[i] = tonumber(redis.call('HGET', amounts, '_total') or '0')
+  local meta = redis.call('HMGET', amounts, '_total', '_expiry')
+  totals[i] = tonumber(meta[1] or '0')
+  marks[i] = tonumber(meta[2] or '0')
   local first = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   oldest[i] = first[2] and tonumber(first[2]) or -1
   local rpm, tpm = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
@@ -103,10 +107,14 @@ if refused == 0 then
   for i = 1, n do
     local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
     redis.call('ZADD', log, now, id)
-    redis.call('HSET', amounts, id, tokens)
     redis.call('HINCRBY', amounts, '_total', ARGV[3])
-    redis.call('PEXPIRE', log, window + 1000)
-    redis.call('PEXPIRE', amounts, window + 1000)
+    if now - marks[i] >= 1000 then  -- the keys' time to live pushed forward at most once a second
+      redis.call('HSET', amounts, id, tokens, '_expiry', now)
+      redis.call('PEXPIRE', log, window + 2000)
+      redis.call('PEXPIRE', amounts, window + 2000)
+    else
+      redis.call('HSET', amounts, id, tokens)
+    end
     counts[i] = counts[i] + 1
     totals[i] = totals[i] + tokens
     if oldest[i] < 0 then oldest[i] = now end

@@ -177,3 +177,33 @@ def test_redis_settlements_ride_on_the_next_check_or_go_alone():
         await client.aclose()
 
     asyncio.run(_redis_run(scenario))
+
+
+def test_redis_keys_outlive_their_newest_entry_and_their_time_to_live_is_set_at_most_once_a_second():
+    """Both keys of a scope expire at least a second after the window of their newest entry (so an idle key
+    leaves nothing behind), and the check sets their time to live only when it was last set a second ago or
+    more (`_expiry`), not on every admission."""
+    _redis()
+    key = limit(rpm=1000, tpm=10**6)
+
+    async def scenario():
+        client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+        log, amounts = (f"gateway:rl:{key.key}:{part}" for part in ("log", "tokens"))
+        assert (await redis_store.check([key], "a", 5)).admitted
+        first = {name: await client.pttl(name) for name in (log, amounts)}
+        assert all(WINDOW_MS + 1000 < ttl <= WINDOW_MS + 2000 for ttl in first.values()), first
+        mark = await client.hget(amounts, "_expiry")
+        await asyncio.sleep(0.3)
+        assert (await redis_store.check([key], "b", 5)).admitted  # within the second: left as it was
+        assert await client.hget(amounts, "_expiry") == mark
+        second = {name: await client.pttl(name) for name in (log, amounts)}
+        assert all(second[name] <= first[name] - 250 for name in (log, amounts)), (first, second)
+        await asyncio.sleep(0.8)
+        third = await redis_store.check([key], "c", 5)  # a second later: pushed forward again
+        assert third.admitted and third.states[0].requests == 3 and third.states[0].tokens == 15
+        assert int(await client.hget(amounts, "_expiry")) >= int(mark) + 1000
+        later = {name: await client.pttl(name) for name in (log, amounts)}
+        assert all(ttl > WINDOW_MS + 1000 for ttl in later.values()), later
+        await client.aclose()
+
+    asyncio.run(_redis_run(scenario))
