@@ -214,7 +214,6 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     response: upstream_client.Response | None = None
     deadline: EventDeadline | None = None
     answered = False
-    finished = False
     decoder = SSEDecoder()
     limit = max_response_bytes()
     size = 0
@@ -256,7 +255,6 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
                             break
                 if events:
                     yield events
-            finished = True
         except TimeoutError as exc:
             error = error_for_exception(exc, secret)
             # Past the connect the request reached the provider, which may be generating (and billing) it.
@@ -273,10 +271,9 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
         if deadline is not None:
             deadline.close()
         if response is not None:
-            if finished:
-                response.release()
-            else:
-                response.close()
+            # Back to the pool when the answer is complete on the wire (its end usually arrives with the
+            # `[DONE]` the consumer stops at), closed otherwise (a stream left before its end, an error).
+            response.release()
 
 
 # --- adapter base -------------------------------------------------------------------------------------------

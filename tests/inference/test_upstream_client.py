@@ -6,6 +6,7 @@ the connect limit, header injection, and every way an answer can break off (as p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gzip
 import ipaddress
@@ -20,7 +21,7 @@ from cryptography.x509.oid import NameOID
 
 from inference.providers import upstream_client
 from inference.providers.base import ProviderError, Timeouts, UpstreamRequest
-from inference.providers.http import post_json
+from inference.providers.http import close_session, post_json, post_sse
 from inference.providers.upstream_client import (
     ConnectFailed,
     ConnectTimeout,
@@ -376,3 +377,42 @@ async def test_a_slow_reader_pauses_the_connection(pool, monkeypatch):
         assert data == big
         response.release()
         assert pool.connections_open() == 1  # read to its end: kept for the next request
+
+
+def sse_answer(*events: bytes) -> bytes:
+    body = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+
+
+async def read_until_done(url: str) -> list[str]:
+    seen = []
+    async with contextlib.aclosing(post_sse(UpstreamRequest(url, {}, {}), Timeouts(), "sk")) as reads:
+        async for events in reads:
+            for event in events:
+                seen.append(event.data)
+                if event.data == "[DONE]":
+                    return seen
+    return seen
+
+
+async def test_a_stream_read_to_its_end_leaves_its_connection_for_the_next_call():
+    """The consumer stops at `[DONE]`; the stream's end came with it, so the connection is reused. One that
+    sends more after `[DONE]` is closed: nothing of it reaches the next call."""
+    await close_session()
+    async with Server(fixed(sse_answer(b'data: {"a":1}\n\n', b"data: [DONE]\n\n"))) as server:
+        for _ in range(3):
+            assert await read_until_done(server.url) == ['{"a":1}', "[DONE]"]
+        assert server.connections == 1
+
+    async def trailing(request, writer, index):
+        writer.write(sse_answer(b"data: [DONE]\n\n", b'data: {"after":1}\n\n')[:-5])  # the end not sent yet
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"0\r\n\r\n")
+        return True
+
+    async with Server(trailing) as server:
+        for _ in range(2):
+            assert await read_until_done(server.url) == ["[DONE]"]
+        assert server.connections == 2
+    await close_session()
