@@ -157,7 +157,9 @@ async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream_client
     try:
         body = orjson.dumps(request.json)
         pool = upstream_client.get_pool()
-        response = await pool.post(request.url, request.headers, body, timeouts.connect, max_response_bytes())
+        response = await pool.post(
+            request.url, request.headers, body, timeouts.connect, max_response_bytes(), too_large
+        )
     except upstream_client.InvalidRequest as error:  # nothing was sent
         raise ProviderError(ProviderErrorKind.SERVER, f"invalid upstream request: {error}") from None
     if 300 <= response.status < 400:

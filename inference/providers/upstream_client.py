@@ -8,19 +8,24 @@ nothing is copied between the socket and the caller but the body's chunks (docs/
 
 - `http://` and `https://` (certificates verified against the system's CAs, or the pool's `ssl_context`;
   SNI set); no proxy (upstream hosts come from the catalog only), no redirects (the caller refuses a 3xx),
-  no cookies, no User-Agent.
+  no cookies, no User-Agent. A URL's userinfo is sent as Basic credentials (unless the request sets
+  Authorization); its path and query are percent-encoded.
 - Sends `Host`, `Content-Length`, and, unless the request sets them, `Accept: */*` and `Accept-Encoding:
-  gzip, deflate`; a gzip or deflate answer is decompressed as it is read, never to more bytes than the
-  caller's bound (`Response.limit`) plus one chunk, so a compressed bomb cannot grow the process's memory.
-- A header name or value with a CR, LF or NUL is refused before anything is sent (no header injection).
-- Connections: at most `limit` open at once (more callers wait for one), idle ones kept `keepalive` seconds
-  and reused per origin; an answer read to its end on a keep-alive connection returns it to the pool, any
-  other end (an error, a body not read to its end, `close()`) closes it. 1xx answers are skipped.
+  gzip, deflate`; a gzip (one member or several) or deflate (zlib-wrapped or raw) answer is decompressed as
+  it is read, never to more bytes than the caller's bound (`Response.limit`) plus one chunk, and a
+  compressed body itself past the bound is refused before it is inflated; one that ends before its end,
+  data after a deflate stream, or another content coding is `ResponseCutShort`.
+- A header whose name is not an RFC 9110 token or whose value has a control character other than a tab is
+  refused before anything is sent (`InvalidRequest`: no header injection, no second Content-Length).
+- Connections: at most `limit` open at once (more callers wait for one, within the connect limit), idle ones
+  kept `keepalive` seconds and reused per origin; an answer complete on a keep-alive connection whose
+  request was sent whole returns it to the pool (once: a second `release()` does nothing), any other end (an
+  error, a body not read to its end, a reset, `close()`) closes it. 1xx answers are skipped (101 refused).
 - A stream's consumer slower than the upstream: reading pauses once `PAUSE_BYTES` are buffered unread and
   resumes when the consumer catches up (the upstream then waits on TCP, as it would for a slow client).
 
 Failures are exceptions the caller maps (inference.providers.errors): `ConnectTimeout` (a TimeoutError: no
-connection within the connect limit, nothing sent), `ConnectFailed` (refused, unknown host, TLS handshake),
+free or new connection within the connect limit, nothing sent), `ConnectFailed` (refused, unknown host, TLS handshake),
 `ResponseCutShort` (the connection ended inside the body, or the body is not valid chunked or compressed
 data), `UpstreamDisconnected` (closed before the answer's head, an invalid answer).
 """
@@ -28,13 +33,15 @@ data), `UpstreamDisconnected` (closed before the answer's head, an invalid answe
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import functools
+import re
 import ssl
 import weakref
 import zlib
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httptools
 
@@ -43,7 +50,11 @@ MAX_HEAD_BYTES = 64 * 1024  # an answer's status line and headers larger than th
 DEFAULT_LIMIT = 1000  # connections open at once per event loop
 DEFAULT_KEEPALIVE = 60.0  # seconds an idle connection is kept for reuse
 
-_FORBIDDEN = ("\r", "\n", "\x00")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # a header name (RFC 9110 token)
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # control characters other than HTAB
+_OWN_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+_PATH_SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986 pchar and "/", existing escapes kept
+_QUERY_SAFE = _PATH_SAFE + "?"
 
 
 class ConnectTimeout(TimeoutError):
@@ -88,45 +99,59 @@ class Headers:
 
 
 @functools.lru_cache(maxsize=256)
-def _target(url: str) -> tuple[tuple[str, str, int], bytes, bytes]:
-    """((scheme, host, port), request target, Host header value) of an absolute http(s) URL."""
-    parts = urlsplit(url)
+def _target(url: str) -> tuple[tuple[str, str, int], bytes, bytes, str | None]:
+    """((scheme, host, port), request target, Host header value, Basic credentials of the URL's userinfo or
+    None) of an absolute http(s) URL."""
+    try:
+        parts = urlsplit(url)
+        port_number = parts.port
+    except ValueError as error:
+        raise ConnectFailed(f"invalid URL: {error}") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise ConnectFailed(f"unsupported URL scheme {parts.scheme!r}")
     host = parts.hostname
     if not host:
         raise ConnectFailed("URL without a host")
-    try:
-        port = parts.port or (443 if scheme == "https" else 80)
-    except ValueError as error:
-        raise ConnectFailed(str(error)) from None
+    default = 443 if scheme == "https" else 80
+    port = default if port_number is None else port_number
     try:
         ascii_host = host.encode("idna").decode("ascii")
     except UnicodeError:
         raise ConnectFailed(f"invalid host name {host!r}") from None
     shown = f"[{ascii_host}]" if ":" in ascii_host else ascii_host
-    if parts.port is not None and port != (443 if scheme == "https" else 80):
+    if port != default:
         shown = f"{shown}:{port}"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    for text in (target, shown):
-        if any(c in text for c in (*_FORBIDDEN, " ")):
-            raise ConnectFailed("URL with a space or a control character")
-    return (scheme, ascii_host, port), target.encode("utf-8"), shown.encode("ascii")
+    target = quote(parts.path or "/", safe=_PATH_SAFE)
+    if parts.query:
+        target += "?" + quote(parts.query, safe=_QUERY_SAFE)
+    if _BAD_VALUE.search(target + shown) or " " in target:
+        raise ConnectFailed("URL with a space or a control character")
+    credentials = None
+    if parts.username is not None:  # as aiohttp did: the URL's userinfo sent as Basic credentials
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        credentials = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    return (scheme, ascii_host, port), target.encode("ascii"), shown.encode("ascii"), credentials
 
 
-def _head(target: bytes, host: bytes, headers: dict[str, str], length: int) -> bytes:
+def _head(target: bytes, host: bytes, headers: dict[str, str], length: int, credentials: str | None) -> bytes:
     lines = [b"POST ", target, b" HTTP/1.1\r\nHost: ", host, b"\r\n"]
-    accept = encoding = False
-    for name, value in headers.items():
-        if any(c in name or c in value for c in _FORBIDDEN) or not name or ":" in name:
-            raise InvalidRequest(f"header {name!r} has a control character in its name or value")
-        lowered = name.lower()
-        if lowered in ("host", "content-length", "transfer-encoding", "connection"):
-            continue  # the client's own
-        accept = accept or lowered == "accept"
-        encoding = encoding or lowered == "accept-encoding"
-        lines += [name.encode("utf-8"), b": ", value.encode("utf-8"), b"\r\n"]
+    accept = encoding = authorization = False
+    try:
+        for name, value in headers.items():
+            if not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+                raise InvalidRequest(f"header {name!r}: not a valid name, or a control character in its value")
+            lowered = name.lower()
+            if lowered in _OWN_HEADERS:
+                continue  # the client's own
+            accept = accept or lowered == "accept"
+            encoding = encoding or lowered == "accept-encoding"
+            authorization = authorization or lowered == "authorization"
+            lines += [name.encode("ascii"), b": ", value.encode("utf-8"), b"\r\n"]
+    except UnicodeEncodeError as error:  # a lone surrogate in a value
+        raise InvalidRequest(f"header value that is not valid text: {error}") from None
+    if credentials is not None and not authorization:
+        lines += [b"Authorization: ", credentials.encode("ascii"), b"\r\n"]
     if not accept:
         lines.append(b"Accept: */*\r\n")
     if not encoding:
@@ -136,23 +161,46 @@ def _head(target: bytes, host: bytes, headers: dict[str, str], length: int) -> b
 
 
 class _Decoder:
-    """Decompresses a gzip or deflate (zlib-wrapped or raw) body as it arrives, at most `room` bytes a call."""
+    """Decompresses a gzip (one member or several) or deflate (zlib-wrapped or raw) body as it arrives, at most
+    `room` bytes a call; `finished()` says whether the compressed data reached its end."""
 
-    __slots__ = ("raw", "zlib")
+    __slots__ = ("fed", "gzip", "seen", "zlib")
 
     def __init__(self, encoding: str) -> None:
-        self.raw = encoding == "deflate"
-        self.zlib = zlib.decompressobj(47 if encoding == "gzip" else 15)  # 47: gzip or zlib header
+        self.gzip = encoding == "gzip"
+        self.zlib = zlib.decompressobj(31 if self.gzip else 15)
+        self.seen: list[bytes] | None = None if self.gzip else []  # deflate: input kept until output proves the wrapper
+        self.fed = 0  # compressed bytes received
 
     def feed(self, data: bytes, room: int) -> bytes:
+        self.fed += len(data)
+        seen = self.seen
+        if seen is not None:
+            seen.append(data)
+            if self.fed > 65536:  # no output from 64 KB of input: no fallback to raw deflate any more
+                self.seen = None
         try:
-            return self.zlib.decompress(data, max(room, 1))
+            out = self.zlib.decompress(data, max(room, 1))
         except zlib.error:
-            if self.raw:  # "deflate" sent as raw deflate (no zlib header), as some servers do
-                self.raw = False
-                self.zlib = zlib.decompressobj(-15)
-                return self.feed(data, room)
-            raise
+            if seen is None:
+                raise
+            # "deflate" sent as raw deflate (no zlib wrapper), as some servers do: every byte again, raw
+            self.seen = None
+            self.zlib = zlib.decompressobj(-15)
+            self.fed = 0
+            return self.feed(b"".join(seen), room)
+        if out and seen is not None:
+            self.seen = None
+        if self.gzip and self.zlib.eof and self.zlib.unused_data:  # the next gzip member
+            rest = self.zlib.unused_data
+            self.zlib = zlib.decompressobj(31)
+            out += self.feed(rest, max(room - len(out), 1))
+        elif not self.gzip and self.zlib.eof and self.zlib.unused_data:
+            raise zlib.error("data after the end of the deflate stream")
+        return out
+
+    def finished(self) -> bool:
+        return self.zlib.eof
 
 
 class Response:
@@ -170,11 +218,13 @@ class Response:
         "_keep_alive",
         "_paused",
         "_received",
+        "_unreadable",
         "_waiter",
         "content_length",
         "headers",
         "limit",
         "status",
+        "too_large",
     )
 
     def __init__(self, connection: _Connection) -> None:
@@ -189,22 +239,27 @@ class Response:
         self._error: BaseException | None = None
         self._decoder: _Decoder | None = None
         self._paused = False
+        self._unreadable = ""
         self.status = 0
         self.headers = Headers({})
         self.content_length: int | None = None
         self.limit = 0  # the caller's bound on the decoded body (0: none): decompression never goes much past it
+        self.too_large: Any = None  # the caller's exception (factory) for a body past `limit`
 
     # --- from the connection ---
 
     def _started(self, status: int, headers: dict[str, str]) -> None:
         self.status = status
         self.headers = Headers(headers)
-        length = headers.get("content-length")
-        if length is not None and length.isdigit():
+        length = headers.get("content-length", "").strip()
+        if length.isdigit():
             self.content_length = int(length)
-        encoding = headers.get("content-encoding", "").strip().lower()
-        if encoding in ("gzip", "x-gzip", "deflate"):
-            self._decoder = _Decoder("gzip" if encoding != "deflate" else "deflate")
+        codings = [c for c in (c.strip().lower() for c in headers.get("content-encoding", "").split(",")) if c]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
+            self._decoder = _Decoder("deflate" if codings[0] == "deflate" else "gzip")
+        elif codings:  # only gzip and deflate are asked for (Accept-Encoding)
+            self._unreadable = f"a body in a content coding the client did not ask for ({', '.join(codings)})"
         head = self._head
         if head is not None and not head.done():
             head.set_result(None)
@@ -212,25 +267,39 @@ class Response:
     def _body(self, data: bytes) -> None:
         if self.limit and self._received > self.limit:
             return  # past the caller's bound: it stops reading at the bytes it has
+        if self._unreadable:
+            self._fail(ResponseCutShort(f"cannot decode the answer: {self._unreadable}"))
+            self._drop()
+            return
         decoder = self._decoder
         if decoder is not None:
+            if self.limit and decoder.fed + len(data) > self.limit:  # compressed input that inflates to little
+                too_large = self.too_large
+                self._fail(too_large() if too_large else ResponseCutShort(f"compressed body over {self.limit} bytes"))
+                self._drop()
+                return
             try:
                 data = decoder.feed(data, self.limit + 1 - self._received if self.limit else 1 << 62)
             except zlib.error as error:
                 self._fail(ResponseCutShort(f"cannot decode the {self.headers.get('content-encoding')} body: {error}"))
-                self._connection.abort()
+                self._drop()
                 return
         if not data:
             return
         self._received += len(data)
         self._chunks.append(data)
         self._buffered += len(data)
-        if self._buffered > PAUSE_BYTES and not self._paused:
+        if self._buffered > PAUSE_BYTES and not self._paused and self._connection is not None:
             self._paused = True
             self._connection.pause()
         self._wake()
 
     def _complete(self, keep_alive: bool) -> None:
+        decoder = self._decoder
+        if decoder is not None and decoder.fed and not decoder.finished():  # (an empty body is no stream at all)
+            if not (self.limit and self._received > self.limit):
+                self._fail(ResponseCutShort("the compressed body ended before its end"))
+                return
         self._done = True
         self._keep_alive = keep_alive
         self._wake()
@@ -259,7 +328,7 @@ class Response:
                 return b""
             if self._error is not None:
                 raise self._error
-            self._waiter = self._connection.loop.create_future()
+            self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         chunks = self._chunks
         data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
@@ -267,14 +336,16 @@ class Response:
         self._buffered = 0
         if self._paused:
             self._paused = False
-            self._connection.resume()
+            if self._connection is not None:
+                self._connection.resume()
         return data
 
     async def read_all(self, too_large: Any = None) -> bytes:
         """The rest of the body; `too_large()` (an exception to raise) as soon as it exceeds `limit` (when set)."""
+        too_large = too_large or self.too_large
         limit = self.limit
-        if limit and too_large is not None and (self.content_length or 0) > limit:
-            raise too_large()
+        if limit and too_large is not None and self._decoder is None and (self.content_length or 0) > limit:
+            raise too_large()  # the declared length (of the decoded body when there is no content coding)
         parts: list[bytes] = []
         size = 0
         while chunk := await self.read_any():
@@ -284,18 +355,26 @@ class Response:
             parts.append(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.abort()
+
     def release(self) -> None:
         """Done with the answer: its connection goes back to the pool when the body was read to its end on a
-        keep-alive connection, and is closed otherwise."""
-        connection = self._connection
+        keep-alive connection and the request was sent whole, and is closed otherwise. Once: later calls (and
+        `close()`) do nothing, the connection being another request's by then."""
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
         if self._done and self._keep_alive and not self._chunks and self._error is None:
-            connection.idle()
+            connection.idle(self)
         else:
             connection.abort()
 
     def close(self) -> None:
         """Drop the answer and close its connection (the rest of the body is not read)."""
-        self._connection.abort()
+        self._drop()
 
 
 class _Connection(asyncio.Protocol):
@@ -303,7 +382,6 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, pool: UpstreamPool, origin: tuple[str, str, int]) -> None:
         self.pool = pool
-        self.loop = pool.loop
         self.origin = origin
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
@@ -330,12 +408,15 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as error:
+            reason = (
+                "switched protocols (101), not asked for" if isinstance(error, httptools.HttpParserUpgrade) else error
+            )
             response = self.response
             if response is not None:
                 if response.status and not response._done:
-                    response._fail(ResponseCutShort(f"invalid HTTP body: {error}"))
+                    response._fail(ResponseCutShort(f"invalid HTTP body: {reason}"))
                 elif not response.status:
-                    response._fail(UpstreamDisconnected(f"invalid HTTP answer: {error}"))
+                    response._fail(UpstreamDisconnected(f"invalid HTTP answer: {reason}"))
             self.abort()
             return
         if self._unexpected:  # a second answer to one request
@@ -354,8 +435,8 @@ class _Connection(asyncio.Protocol):
         if response is None or response._done:
             return
         if response.status:
-            if response.content_length is None and not self._chunked():
-                response._complete(False)  # a body delimited by the end of the connection: complete
+            if exc is None and response.content_length is None and not self._chunked():
+                response._complete(False)  # a body delimited by the end of the connection (not a reset): complete
             else:
                 response._fail(ResponseCutShort("the connection ended inside the body"))
         else:
@@ -414,8 +495,16 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None and not self.lost:
             self.transport.resume_reading()
 
-    def idle(self) -> None:
-        if self._unexpected:
+    def idle(self, response: Response) -> None:
+        """`response` (this connection's, read to its end) is done with it: back to the pool when the request
+        was sent whole and nothing unexpected arrived, closed otherwise."""
+        transport = self.transport
+        if (
+            self.response is not response
+            or self._unexpected
+            or transport is None
+            or transport.get_write_buffer_size()  # answered before its body was sent (an early 401 or 413)
+        ):
             self.abort()
             return
         self.response = None
@@ -448,7 +537,7 @@ class UpstreamPool:
         keepalive: float = DEFAULT_KEEPALIVE,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.loop = loop
+        self._loop = weakref.ref(loop)  # not a strong reference: the pools are kept per loop, weakly
         self.limit = limit
         self.keepalive = keepalive
         self._ssl = ssl_context
@@ -459,27 +548,46 @@ class UpstreamPool:
         self._sweep: asyncio.TimerHandle | None = None
         self.closed = False
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop()
+        if loop is None:
+            raise ConnectFailed("the client's event loop is gone")
+        return loop
+
     def ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
             self._ssl = ssl.create_default_context()
         return self._ssl
 
     async def post(
-        self, url: str, headers: dict[str, str], body: bytes, connect_timeout: float | None, limit: int = 0
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        connect_timeout: float | None,
+        limit: int = 0,
+        too_large: Any = None,
     ) -> Response:
         """Send a POST and return its answer once its head has arrived (the body is read from the Response);
-        `limit`: the caller's bound on the body's decoded size (0: none), which decompression does not pass."""
-        origin, target, host = _target(url)
-        head = _head(target, host, headers, len(body))
+        `limit`: the caller's bound on the body's decoded size (0: none), which decompression does not pass,
+        `too_large()` the exception a body past it raises from the reads (the compressed body past `limit`
+        too: it raises before it is inflated).
+        `connect_timeout` bounds the wait for a free connection and the opening of a new one (ConnectTimeout:
+        nothing was sent)."""
+        origin, target, host, credentials = _target(url)
+        head = _head(target, host, headers, len(body), credentials)
         connection = self._take_idle(origin) or await self._acquire(origin, connect_timeout)
+        loop = self.loop
         response = Response(connection)
         response.limit = limit
-        response._head = self.loop.create_future()
+        response.too_large = too_large
+        response._head = loop.create_future()
         connection.response = response
         connection._head_bytes = 0
         if len(body) < 65536:
             connection.transport.write(head + body)
-        else:  # not copied into one buffer
+        else:  # uvloop sends the two buffers with one writev, without joining them
             connection.transport.writelines((head, body))
         try:
             await response._head
@@ -502,7 +610,10 @@ class UpstreamPool:
 
     async def _acquire(self, origin: tuple[str, str, int], timeout: float | None) -> _Connection:
         """An idle connection to `origin`, or a new one when fewer than `limit` are open (an idle connection to
-        another origin is closed to make room); otherwise wait for a connection to be released or closed."""
+        another origin is closed to make room); otherwise wait for a connection to be released or closed. All
+        within `timeout` (ConnectTimeout)."""
+        loop = self.loop
+        deadline = None if timeout is None else loop.time() + timeout
         while True:
             if self.closed:
                 raise ConnectFailed("the client is closed")
@@ -510,19 +621,27 @@ class UpstreamPool:
             if connection is not None:
                 return connection
             if len(self._open) + self._opening < self.limit:
-                return await self._connect(origin, timeout)
+                return await self._connect(origin, None if deadline is None else max(deadline - loop.time(), 0))
             if self._close_one_idle():
                 continue
-            waiter = self.loop.create_future()
+            waiter = loop.create_future()
             self._waiters.append(waiter)
             try:
-                await waiter
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
+                self._pass_on(waiter)
+                raise ConnectTimeout(f"no free upstream connection within {timeout} s ({self.limit} open)") from None
             except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._wake_one()  # woken, then cancelled: the wake-up goes to the next waiter
-                elif waiter in self._waiters:
-                    self._waiters.remove(waiter)
+                self._pass_on(waiter)
                 raise
+
+    def _pass_on(self, waiter: asyncio.Future) -> None:
+        """A waiter that gives up: its wake-up, if it had one, goes to the next waiter."""
+        if waiter.done() and not waiter.cancelled():
+            self._wake_one()
+        elif waiter in self._waiters:
+            self._waiters.remove(waiter)
 
     async def _connect(self, origin: tuple[str, str, int], timeout: float | None) -> _Connection:
         scheme, host, port = origin
@@ -542,8 +661,11 @@ class UpstreamPool:
                 raise ConnectTimeout(f"no connection to {host}:{port} within {timeout} s") from None
             except (OSError, ssl.SSLError) as error:
                 raise ConnectFailed(f"{host}:{port}: {error}") from None
-        finally:
+        except BaseException:
             self._opening -= 1
+            self._wake_one()  # the slot it held is free again
+            raise
+        self._opening -= 1
         if self.closed:
             connection.abort()
             raise ConnectFailed("the client is closed")
@@ -558,11 +680,14 @@ class UpstreamPool:
         return False
 
     def _put(self, connection: _Connection) -> None:
-        if not connection.usable() or self.closed:
+        if not connection.usable() or self.closed or connection not in self._open:
             connection.abort()
             return
+        idle = self._idle.setdefault(connection.origin, [])
+        if connection in idle:  # already idle: never twice in the list (two requests on one socket)
+            return
         connection.idle_since = self.loop.time()
-        self._idle.setdefault(connection.origin, []).append(connection)
+        idle.append(connection)
         if self._sweep is None:
             self._sweep = self.loop.call_later(self.keepalive / 2, self._sweep_idle)
         self._wake_one()
@@ -606,6 +731,10 @@ class UpstreamPool:
         for connection in list(self._open):
             connection.abort()
         self._idle.clear()
+        waiters, self._waiters = self._waiters, collections.deque()
+        for waiter in waiters:  # they find the pool closed
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, UpstreamPool] = weakref.WeakKeyDictionary()
