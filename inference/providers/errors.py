@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from inference.providers import upstream_client
+from inference.providers import upstream
 from inference.providers.base import ProviderError, ProviderErrorKind
 
 RAW_LIMIT = 2000  # characters of a non-JSON error body kept in `raw`
@@ -137,9 +137,9 @@ def error_for_exception(exc: BaseException, secret: str) -> ProviderError:
     if isinstance(exc, TimeoutError):
         return ProviderError(ProviderErrorKind.TIMEOUT, "upstream timed out", raw=None)
     detail = scrub(str(exc), secret) or type(exc).__name__
-    if isinstance(exc, (aiohttp.ClientConnectorError, upstream_client.ConnectFailed)):
+    if isinstance(exc, (aiohttp.ClientConnectorError, upstream.ConnectFailed)):
         return ProviderError(ProviderErrorKind.SERVER, f"cannot connect to upstream: {detail}")
-    if isinstance(exc, (aiohttp.ClientPayloadError, upstream_client.ResponseCutShort)):
+    if isinstance(exc, (aiohttp.ClientPayloadError, upstream.ResponseCutShort)):
         return ProviderError(ProviderErrorKind.SERVER, f"upstream response cut short: {detail}")
     return ProviderError(ProviderErrorKind.SERVER, f"upstream connection failed: {detail}")
 

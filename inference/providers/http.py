@@ -1,5 +1,5 @@
 """The thin shared send of the HTTP adapters: the upstream call over the data plane's own HTTP/1.1 client
-(inference.providers.upstream_client: keep-alive connections pooled per event loop), time limits, server-sent
+(inference.providers.upstream: keep-alive connections pooled per event loop), time limits, server-sent
 events, and the mapping of every upstream failure to a `ProviderErrorKind`. (The aiohttp session of
 `get_session` serves the web-search engines, not the upstream calls.)
 
@@ -47,7 +47,7 @@ import orjson
 from django.conf import settings
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
-from inference.providers import upstream_client
+from inference.providers import upstream
 from inference.providers.base import (
     FLUSH,
     Adapter,
@@ -120,7 +120,7 @@ def get_session() -> aiohttp.ClientSession:
 async def close_session() -> None:
     """Close the running loop's upstream connections and aiohttp session (at shutdown, or at the end of a test's
     event loop)."""
-    upstream_client.close_pool()
+    upstream.close_pool()
     session = _sessions.pop(asyncio.get_running_loop(), None)
     if session is not None:
         await session.close()
@@ -153,14 +153,14 @@ def too_large() -> ProviderError:
 # --- send ---------------------------------------------------------------------------------------------------
 
 
-async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream_client.Response:
+async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream.Response:
     try:
         body = orjson.dumps(request.json)
-        pool = upstream_client.get_pool()
+        pool = upstream.get_pool()
         response = await pool.post(
             request.url, request.headers, body, timeouts.connect, max_response_bytes(), too_large
         )
-    except upstream_client.InvalidRequest as error:  # nothing was sent
+    except upstream.InvalidRequest as error:  # nothing was sent
         raise ProviderError(ProviderErrorKind.SERVER, f"invalid upstream request: {error}") from None
     if 300 <= response.status < 400:
         response.close()  # the redirect's body (and its target) stays unread
@@ -177,7 +177,7 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     may have billed is marked `maybe_billed`: a timeout after the send, a 2xx answer whose body broke off or
     grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it)."""
     sent = answered = False
-    response: upstream_client.Response | None = None
+    response: upstream.Response | None = None
     try:
         async with asyncio.timeout(timeouts.total):
             response = await _open(request, timeouts)
@@ -187,7 +187,7 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     except TimeoutError as exc:
         error = error_for_exception(exc, secret)
         # Past the connect the request reached the provider, which may be generating (and billing) it.
-        error.maybe_billed = sent or not isinstance(exc, upstream_client.ConnectTimeout)
+        error.maybe_billed = sent or not isinstance(exc, upstream.ConnectTimeout)
         raise error
     except ConnectionError as exc:  # the client's failures (connect, cut short, disconnected)
         error = error_for_exception(exc, secret)
@@ -213,7 +213,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     time included: the provider may be generating), and a 2xx answer that broke off, grew past the size limit
     or was not an event stream.
     """
-    response: upstream_client.Response | None = None
+    response: upstream.Response | None = None
     deadline: EventDeadline | None = None
     answered = False
     decoder = SSEDecoder()
@@ -260,7 +260,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
         except TimeoutError as exc:
             error = error_for_exception(exc, secret)
             # Past the connect the request reached the provider, which may be generating (and billing) it.
-            error.maybe_billed = response is not None or not isinstance(exc, upstream_client.ConnectTimeout)
+            error.maybe_billed = response is not None or not isinstance(exc, upstream.ConnectTimeout)
             raise error
         except ConnectionError as exc:  # the client's failures (connect, cut short, disconnected)
             error = error_for_exception(exc, secret)

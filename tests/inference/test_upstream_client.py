@@ -1,4 +1,4 @@
-"""The data plane's HTTP/1.1 client (inference.providers.upstream_client) against loopback servers that write
+"""The data plane's HTTP/1.1 client (inference.providers.upstream) against loopback servers that write
 the exact bytes of each case: keep-alive reuse and its limits, bodies by length, chunked and delimited by the
 end of the connection, gzip and deflate with the decompression bounded, 1xx answers, TLS with verification,
 the connect limit, header injection, and every way an answer can break off (as post_json reports them)."""
@@ -22,10 +22,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from inference.providers import upstream_client
 from inference.providers.base import ProviderError, Timeouts, UpstreamRequest
 from inference.providers.http import close_session, post_json, post_sse
-from inference.providers.upstream_client import (
+from inference.providers.upstream import (
     ConnectFailed,
     ConnectTimeout,
     InvalidRequest,
@@ -33,6 +32,7 @@ from inference.providers.upstream_client import (
     UpstreamDisconnected,
     UpstreamPool,
 )
+from inference.providers.upstream import response as upstream_response
 
 
 class Server:
@@ -411,7 +411,7 @@ async def test_an_answer_nobody_asked_for_drops_the_connection(pool):
 
 
 async def test_a_slow_reader_pauses_the_connection(pool, monkeypatch):
-    monkeypatch.setattr(upstream_client, "PAUSE_BYTES", 64 * 1024)
+    monkeypatch.setattr(upstream_response, "PAUSE_BYTES", 64 * 1024)
     big = b"y" * (4 << 20)
 
     async def large(request, writer, index):
