@@ -3,8 +3,9 @@
 events, and the mapping of every upstream failure to a `ProviderErrorKind`. (The aiohttp session of
 `get_session` serves the web-search engines, not the upstream calls.)
 
-Time limits (`Timeouts` of the call): `connect` for the TCP connect. A JSON call has one limit, `total`, from
-the send until the whole body was read: a provider answers a non-streaming call only when the answer is done,
+Time limits (`Timeouts` of the call): `connect` for a free pooled connection or a new one (TCP connect and TLS
+handshake; running out of it sent nothing, so it is not billed). A JSON call has one limit, `total`, from the
+send until the whole body was read: a provider answers a non-streaming call only when the answer is done,
 so a "first byte" limit would cut long generations; running out is TIMEOUT marked `maybe_billed` (routing
 does not send the same request to another provider, which would pay twice). A stream has `first_byte` from
 the send until its first event, and `read` between two events: bytes that carry no event (comment pings)
