@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import connection
 
 from inference.models import Generation
@@ -46,6 +47,29 @@ class Cluster:
 
 def start(command: list[str], env: dict, log) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log, stderr=log)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _flush_retried_after_a_deadlock():
+    """The cluster's processes keep querying the database (the observability workers poll every 0.1 s) while
+    each test's teardown empties it (one TRUNCATE of every table): PostgreSQL can end that in a deadlock and
+    pick the TRUNCATE as its victim (its transaction is rolled back). The flush is then tried again."""
+    from django.core.management.commands import flush
+
+    original = flush.Command.handle
+
+    def handle(self, **options):
+        for attempt in range(5):
+            try:
+                return original(self, **options)
+            except CommandError as error:
+                if attempt == 4 or "deadlock detected" not in str(error.__cause__):
+                    raise
+                time.sleep(0.2)
+
+    flush.Command.handle = handle
+    yield
+    flush.Command.handle = original
 
 
 @pytest.fixture(scope="module")
