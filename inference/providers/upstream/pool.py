@@ -32,7 +32,6 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
         self._header_names: list[bytes] = []
         self._header_values: list[bytes] = []
-        self._status = 0
         self._skip = False  # inside a 1xx answer
         self._unexpected = False  # an answer began after the request's answer was complete
         self._head_bytes = 0  # received before the answer's head was complete
@@ -108,7 +107,6 @@ class _Connection(asyncio.Protocol):
             key = name.decode("latin-1").lower()
             text = value.decode("latin-1")
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
-        self._status = status
         self.response._started(status, headers)
 
     def on_body(self, body: bytes) -> None:

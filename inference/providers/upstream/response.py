@@ -24,15 +24,6 @@ class Headers:
     def get(self, name: str, default: Any = None) -> Any:
         return self._items.get(name.lower(), default)
 
-    def __getitem__(self, name: str) -> str:
-        return self._items[name.lower()]
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._items
-
-    def items(self):
-        return self._items.items()
-
 
 class Response:
     """An answer being read: `status`, `headers`, `content_length`; `read_any()` for its next bytes (b"" at its
