@@ -3,7 +3,9 @@
 - Claiming: on PostgreSQL `SELECT ... FOR UPDATE SKIP LOCKED` then a lease (`claim_token` set and
   `next_attempt_at` pushed past the delivery time limit), so concurrent workers never take the same row; on
   SQLite a compare-and-set UPDATE per row does the same. A worker that dies mid-delivery loses its lease and
-  the row is claimed again when the lease ends.
+  the row is claimed again when the lease ends. Statements after the claim (reading the rows, writing an
+  outcome) are retried for a moment when the database refuses them, so a passing fault does not leave a
+  delivered row to be sent again.
 - Payload: built here from the generation's stored trace (observability/bodies.py, decrypted), after the
   destination's `filter_rules` (RE2) let it through; a row they do not is `filtered` (not sent, kept like a
   delivered one). A row whose trace is gone (retention) or cannot be decrypted is dead.
@@ -42,6 +44,12 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429})
 MAX_RETRY_AFTER_SECONDS = 3600
 MAX_ERROR_LENGTH = 1000
 PURGE_INTERVAL_SECONDS = 600
+# A statement made after rows are claimed (reading them, writing a delivery's outcome) is tried this many times,
+# 0.05 s apart and doubling (0.75 s of pauses in all), when the database refuses it (a locked SQLite table, a
+# dropped connection): a row left claimed waits for its lease to end, and one whose delivery went out is then
+# sent twice.
+CLAIMED_ATTEMPTS = 5
+CLAIMED_FIRST_PAUSE_SECONDS = 0.05
 FILTERED_OUT = "filtered out by the destination's filter_rules"
 
 
@@ -113,7 +121,23 @@ def claim(limit: int, lease: timedelta) -> list[OutboxEntry]:
             ).update(claim_token=token, next_attempt_at=now + lease)
     if not claimed:  # an idle poll: no second query
         return []
-    return list(OutboxEntry.objects.filter(claim_token=token).select_related("destination"))
+    rows = OutboxEntry.objects.filter(claim_token=token).select_related("destination")
+    return retried(lambda: list(rows), "reading the claimed outbox rows")
+
+
+def retried(statement, what: str):
+    """`statement()`, tried again after a database error (see CLAIMED_ATTEMPTS); the last error is raised."""
+    pause = CLAIMED_FIRST_PAUSE_SECONDS
+    for attempt in range(1, CLAIMED_ATTEMPTS + 1):
+        try:
+            return statement()
+        except DatabaseError:
+            if attempt == CLAIMED_ATTEMPTS:
+                raise
+            logger.warning("observability worker: %s failed (attempt %s of %s)", what, attempt, CLAIMED_ATTEMPTS)
+            close_old_connections()
+            time.sleep(pause)
+            pause *= 2
 
 
 class Worker:
@@ -178,7 +202,8 @@ class Worker:
         """Claim up to `batch_size` due rows and deliver them; returns how many rows were processed."""
         rows = claim(self.config.batch_size, self.config.lease)
         wanted = {row.generation_id for row in rows if row.payload is None}
-        bodies = dict(TraceBody.objects.filter(pk__in=wanted).values_list("generation_id", "data")) if wanted else {}
+        traces = TraceBody.objects.filter(pk__in=wanted).values_list("generation_id", "data")
+        bodies = retried(lambda: dict(traces), "reading the claimed rows' traces") if wanted else {}
         for row in rows:
             self.deliver(row, bodies.get(row.generation_id))
         return len(rows)
@@ -229,7 +254,8 @@ class Worker:
         return self._dead(row, message, status)
 
     def _finish(self, row: OutboxEntry, **fields) -> None:
-        OutboxEntry.objects.filter(id=row.id, claim_token=row.claim_token).update(claim_token=None, **fields)
+        claimed = OutboxEntry.objects.filter(id=row.id, claim_token=row.claim_token)
+        retried(lambda: claimed.update(claim_token=None, **fields), f"recording outbox row {row.id}'s outcome")
         if fields.get("status") in (DeliveryStatus.DELIVERED, DeliveryStatus.FILTERED):
             body_release(row.generation_id)
 

@@ -234,6 +234,52 @@ def test_expired_lease_is_claimed_again(api, org, receiver):
     assert make_worker().run_once() == 1
 
 
+OUTCOME_WRITE = 'UPDATE "observability_outboxentry" SET "claim_token" = NULL'
+CLAIMED_READ = 'SELECT "observability_outboxentry"."id"'
+
+
+def refuse(times: int, statement: str = OUTCOME_WRITE):
+    """An execute wrapper that refuses the first `times` statements starting with `statement` as the database
+    would (a locked SQLite table, a dropped connection)."""
+    refused = []
+
+    def wrapper(execute, sql, params, many, context):
+        if sql.startswith(statement) and (statement != CLAIMED_READ or "claim_token" in sql.split("WHERE")[-1]):
+            if len(refused) < times:
+                refused.append(sql)
+                raise OperationalError("database table is locked")
+        return execute(sql, params, many, context)
+
+    return wrapper, refused
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_write_the_database_refuses_is_retried_not_delivered_twice(api, org, receiver):
+    webhook(api, receiver)
+    record_generation(org)
+    worker = make_worker()
+    outcome, refused_outcomes = refuse(2)
+    read, refused_reads = refuse(1, CLAIMED_READ)
+    with connection.execute_wrapper(outcome), connection.execute_wrapper(read):
+        assert worker.run_once() == 1
+    assert len(refused_outcomes) == 2 and len(refused_reads) == 1 and len(receiver.requests) == 1
+    row = OutboxEntry.objects.get()
+    assert row.status == "delivered" and row.claim_token is None and row.attempts == 1
+    assert worker.run_once() == 0 and len(receiver.requests) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_write_refused_every_time_leaves_the_row_to_its_lease(api, org, receiver):
+    webhook(api, receiver)
+    record_generation(org)
+    wrapper, refused = refuse(100)
+    with connection.execute_wrapper(wrapper), pytest.raises(OperationalError):
+        make_worker().run_once()
+    assert len(refused) == 5 and len(receiver.requests) == 1
+    row = OutboxEntry.objects.get()
+    assert row.status == "pending" and row.claim_token is not None and row.next_attempt_at > timezone.now()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_command_delivers_and_stops_cleanly_on_sigterm(api, org, receiver, settings):
     settings.GATEWAY_OBSERVABILITY_POLL_SECONDS = 0.05
