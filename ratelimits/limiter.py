@@ -70,12 +70,28 @@ def _redis_errors() -> tuple[type[BaseException], ...]:
 _REDIS_ERRORS = _redis_errors()
 
 
+# How many leases a request waits for (each asked by another request of this process, its slots taken by those
+# that waited before) before it asks Redis itself.
+LEASE_WAITS = 3
+
+
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
     """Admit the request in every scope or none, in Redis or, when Redis is off or failing, in the database.
 
     The Redis check is awaited as it is (no task): once its command is queued, cancelling the caller does not
-    unsend it. The database check runs to its end in a task of its own if the caller is cancelled meanwhile."""
+    unsend it. A request of a key with an open lease in this process takes a slot from it; one arriving while a
+    lease is asked for waits for its reply (ratelimits/redis_leases.py). The database check runs to its end in a
+    task of its own if the caller is cancelled meanwhile."""
     if redis_health.usable():
+        for _ in range(LEASE_WAITS):
+            decision = redis_store.admit_from_lease(limits, tokens)
+            if decision is not None:
+                return decision
+            asked = redis_store.lease_asked(limits)
+            if asked is None:
+                break
+            # wait for the reply of the lease this process asked (not cancelled with this caller), then take a slot
+            await asyncio.wait((asked,))
         try:
             decision = await redis_store.check(limits, request_id, tokens)
         except _REDIS_ERRORS as error:
@@ -114,15 +130,16 @@ class PendingDecision:
 
     __slots__ = ("decision", "request_id", "sent")
 
-    def __init__(self, sent: redis_store.SentCheck, request_id: str) -> None:
-        self.sent = sent
+    def __init__(self, sent: redis_store.SentCheck | None, request_id: str, decision: Decision | None = None) -> None:
+        self.sent = sent  # None: decided already (admitted from a lease)
         self.request_id = request_id
-        self.decision: Decision | None = None
+        self.decision = decision
 
     async def result(self) -> Decision:
         decision = self.decision
         if decision is None:
             sent = self.sent
+            assert sent is not None
             try:
                 decision = await redis_store.finish_check(sent)
             except _REDIS_ERRORS as error:
@@ -135,7 +152,7 @@ class PendingDecision:
 
     def abandon(self) -> None:
         """The request went away before the decision was awaited (an entry it admitted stays held, the safe side)."""
-        if self.decision is None:
+        if self.decision is None and self.sent is not None:
             self.sent.abandon()
 
 
@@ -146,6 +163,11 @@ def start(limits: list[RateLimit], request_id: str, tokens: int) -> PendingDecis
     budget hold: a flood past the limit costs one Redis call a request, as before)."""
     if not _room.get(id(limits)) or not redis_health.usable():
         return None
+    decision = redis_store.admit_from_lease(limits, tokens)
+    if decision is not None:
+        return PendingDecision(None, request_id, decision)
+    if redis_store.lease_asked(limits) is not None:
+        return None  # `check` waits for that lease
     sent = redis_store.send_check(limits, request_id, tokens)
     return None if sent is None else PendingDecision(sent, request_id)
 
@@ -154,7 +176,7 @@ async def settle(decision: Decision, limits: list[RateLimit], request_id: str, t
     """Replace the request's held tokens by its actual usage, in the store that admitted it (errors are logged)."""
     try:
         if decision.store == "redis":
-            await redis_store.settle(limits, request_id, tokens)
+            await redis_store.settle(limits, request_id, tokens, decision)
         else:
             keys = tuple(sorted({limit.key for limit in limits}))
             await _db_settler.submit(db_store.Settlement(keys, request_id, tokens, decision.tokens))
@@ -196,6 +218,6 @@ def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, to
             else:
                 _log_settle_failure(request_id, tokens, error)
 
-        if redis_store.settle_later(limits, request_id, tokens, failed):
+        if redis_store.settle_later(limits, request_id, tokens, decision, failed):
             return None
     return _settle_in_task(decision, limits, request_id, tokens)

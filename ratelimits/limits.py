@@ -80,6 +80,7 @@ class Decision:
     retry_after_ms: int = 0
     tokens: int = 0  # the tokens this request asked to hold
     store: str = ""  # "redis" | "database": where the entries live (settlement goes there)
+    lease: str = ""  # admitted from a Redis lease: the lease's member that holds its tokens (settled by difference)
 
 
 def format_reset(ms: int) -> str:

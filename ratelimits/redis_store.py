@@ -2,21 +2,25 @@
 
 Per scope, a sorted set `gateway:rl:<scope>:log` (member: request id, score: admission time in ms from the
 Redis clock, so every replica shares one clock) and a hash `gateway:rl:<scope>:tokens` (request id -> tokens
-held, `_total`, and `_expiry`: when the keys' time to live was last set). Both expire at least a second after
-the window of their newest entry: an admission sets their time to live to the window plus two seconds when
-the last time it was set is a second old or more (not on every check: two commands less per scope). One
-Redis (or a primary), not a Redis Cluster: a check touches the keys of two scopes.
+held, `<id>#n` -> the slots of a lease's entry, `_total` tokens, `_count` requests, and `_expiry`: when the
+keys' time to live was last set). Both expire at least a second after the window of their newest entry: an
+admission sets their time to live to the window plus two seconds when the last time it was set is a second old
+or more (not on every check: two commands less per scope), a lease always. One Redis (or a primary), not a
+Redis Cluster: a check touches the keys of two scopes.
 
 Settlements (a request's held tokens replaced by its usage) are not sent on their own when another check
 follows soon: the process's next check carries them, first thing in its script (so that check already sees
 the freed tokens); those no check took within `SETTLE_DELAY_MS` go alone (one script for all that are
-waiting). One round trip per request while requests keep coming.
+waiting). One round trip per request while requests keep coming, fewer while a key is busy and far from its
+limits: a check then asks for a lease of several slots (ratelimits/redis_leases.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -24,69 +28,110 @@ from redis.exceptions import NoScriptError
 
 from gateway_project import fast_redis
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
+from ratelimits.redis_leases import LEASE_MS, LEASE_ROOM, Leases
 
 # How long a settlement may wait for the next check of its process to carry it (then it is sent on its own).
 # Tokens stay held that much longer at most: nothing next to a one-minute window.
 SETTLE_DELAY_MS = 20
 
-# The settlements a script carries: after its own arguments, triples (number of keys, request id, tokens used),
-# the keys (each scope's tokens hash) after its own keys, in the same order. An entry no longer held (it left
-# the window) is left alone.
+# The items a script carries (settlements, a lease's end), after its own arguments: quintuples (kind, number of
+# keys, member, x, y), their keys (each scope's tokens hash) after the script's own keys, in the same order. An
+# entry no longer in a hash (it left the window) is left alone.
+# - 's' (a settlement): the member's held tokens become x.
+# - 'd' (a settlement of a request admitted from a lease): x added to the lease's tokens.
+# - 'r' (a lease's end): x unused slots taken off the lease's weight (`member#n`) and the scope's `_count`.
 _SETTLE_LUA = """
 local function settle(a, k)
   while a <= #ARGV do
-    local count, member, used = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
+    local kind, count, member, x = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
     for j = k, k + count - 1 do
-      local held = redis.call('HGET', KEYS[j], member)
-      if held then
-        redis.call('HSET', KEYS[j], member, used)
-        local change = tonumber(used) - tonumber(held)
-        if change ~= 0 then
-          redis.call('HINCRBY', KEYS[j], '_total', string.format('%d', change))
+      if kind == 'r' then
+        if redis.call('HEXISTS', KEYS[j], member .. '#n') == 1 then
+          redis.call('HINCRBY', KEYS[j], member .. '#n', -x)
+          redis.call('HINCRBY', KEYS[j], '_count', -x)
+        end
+      else
+        local held = redis.call('HGET', KEYS[j], member)
+        if held then
+          local change = tonumber(x)
+          if kind == 's' then
+            change = change - tonumber(held)
+            redis.call('HSET', KEYS[j], member, x)
+          elseif change ~= 0 then
+            redis.call('HINCRBY', KEYS[j], member, x)
+          end
+          if change ~= 0 then
+            redis.call('HINCRBY', KEYS[j], '_total', string.format('%d', change))
+          end
         end
       end
     end
-    a, k = a + 3, k + count
+    a, k = a + 5, k + count
   end
 end
 """
 
-# KEYS: (log, tokens) of each scope, then the carried settlements' keys. ARGV: window, request id, tokens,
-# number of scopes n, (requests, tokens per minute) of each scope, then the carried settlements.
+# KEYS: (log, tokens) of each scope, then the carried items' keys. ARGV: window, request id, tokens, number of
+# scopes n, (requests, tokens per minute) of each scope, the slots asked for, the lease's time in ms, then the
+# carried items. Per scope: the log (member -> admission time) and the tokens hash (member -> tokens held,
+# `member#n` -> a lease's slots, `_total` tokens, `_count` requests, `_expiry`). Slots > 1 ask for a lease
+# (ratelimits/redis_leases.py): granted only when every scope has room for LEASE_ROOM times as many requests and
+# tokens, else the request alone is checked. A lease is one entry stamped its time ahead, weighing its slots and
+# holding slots x the request's tokens. The reply: refused scope (0: admitted), dimension, retry after ms,
+# (requests, tokens, reset ms) of each scope, slots granted.
 CHECK = (
     _SETTLE_LUA
     + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local window, id, tokens, n = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-settle(5 + 2 * n, 2 * n + 1)
+local slots, ahead = tonumber(ARGV[5 + 2 * n]), tonumber(ARGV[6 + 2 * n])
+settle(7 + 2 * n, 2 * n + 1)
 local cutoff = now - window
 local counts, totals, oldest, marks = {}, {}, {}, {}
 local refused, dimension, retry = 0, '', 0
 for i = 1, n do
   local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
+  local meta = redis.call('HMGET', amounts, '_total', '_expiry', '_count')
+  totals[i] = tonumber(meta[1] or '0')
+  marks[i] = tonumber(meta[2] or '0')
   local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
+  local gone = 0
   if #expired > 0 then
     local freed = 0
     for _, member in ipairs(expired) do
-      freed = freed + tonumber(redis.call('HGET', amounts, member) or '0')
-      redis.call('HDEL', amounts, member)
+      local entry = redis.call('HMGET', amounts, member, member .. '#n')
+      freed = freed + tonumber(entry[1] or '0')
+      if entry[2] then
+        gone = gone + tonumber(entry[2])
+        redis.call('HDEL', amounts, member, member .. '#n')
+      else
+        gone = gone + 1
+        redis.call('HDEL', amounts, member)
+      end
     end
     redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff)
     if freed ~= 0 then
       redis.call('HINCRBY', amounts, '_total', string.format('%d', -freed))
+      totals[i] = totals[i] - freed
     end
   end
-  counts[i] = redis.call('ZCARD', log)
-  local meta = redis.call('HMGET', amounts, '_total', '_expiry')
-  totals[i] = tonumber(meta[1] or '0')
-  marks[i] = tonumber(meta[2] or '0')
+  if meta[3] then
+    counts[i] = tonumber(meta[3]) - gone
+    if gone > 0 then redis.call('HINCRBY', amounts, '_count', -gone) end
+  else  -- written before `_count` existed: one entry per request
+    counts[i] = redis.call('ZCARD', log)
+    redis.call('HSET', amounts, '_count', counts[i])
+  end
   local first = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   oldest[i] = first[2] and tonumber(first[2]) or -1
   local rpm, tpm = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
   if refused == 0 and rpm > 0 and counts[i] >= rpm then
     refused, dimension = i, 'requests'
+    -- the entry whose leaving brings the count under the limit; with leases in the window (entries weighing
+    -- more than one), the entry at that position counting one each: no earlier than the exact one
     local entry = redis.call('ZRANGE', log, counts[i] - rpm, counts[i] - rpm, 'WITHSCORES')
+    if not entry[2] then entry = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES') end
     retry = tonumber(entry[2]) + window - now
   elseif refused == 0 and tpm > 0 and totals[i] + tokens > tpm then
     refused, dimension, retry = i, 'tokens', window
@@ -103,22 +148,43 @@ for i = 1, n do
     end
   end
 end
+if refused == 0 and slots > 1 then
+  for i = 1, n do
+    local rpm, tpm = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
+    if (rpm > 0 and counts[i] + LEASE_ROOM * slots > rpm)
+        or (tpm > 0 and totals[i] + LEASE_ROOM * slots * tokens > tpm) then
+      slots = 1
+      break
+    end
+  end
+end
+if slots < 2 then ahead = 0 end
 if refused == 0 then
+  local held, stamp = tokens, now + ahead
+  if slots > 1 then held = slots * tokens end
+  local held_text = slots > 1 and string.format('%d', held) or ARGV[3]
   for i = 1, n do
     local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
-    redis.call('ZADD', log, now, id)
-    redis.call('HINCRBY', amounts, '_total', ARGV[3])
-    if now - marks[i] >= 1000 then  -- the keys' time to live pushed forward at most once a second
-      redis.call('HSET', amounts, id, tokens, '_expiry', now)
+    redis.call('ZADD', log, stamp, id)
+    redis.call('HINCRBY', amounts, '_total', held_text)
+    redis.call('HINCRBY', amounts, '_count', slots)
+    if slots > 1 then  -- a lease: its weight, and the time to live pushed forward (its entry is stamped ahead)
+      redis.call('HSET', amounts, id, held_text, id .. '#n', slots, '_expiry', now)
+      redis.call('PEXPIRE', log, window + ahead + 2000)
+      redis.call('PEXPIRE', amounts, window + ahead + 2000)
+    elseif now - marks[i] >= 1000 then  -- the time to live pushed forward at most once a second
+      redis.call('HSET', amounts, id, held_text, '_expiry', now)
       redis.call('PEXPIRE', log, window + 2000)
       redis.call('PEXPIRE', amounts, window + 2000)
     else
-      redis.call('HSET', amounts, id, tokens)
+      redis.call('HSET', amounts, id, held_text)
     end
-    counts[i] = counts[i] + 1
-    totals[i] = totals[i] + tokens
-    if oldest[i] < 0 then oldest[i] = now end
+    counts[i] = counts[i] + slots
+    totals[i] = totals[i] + held
+    if oldest[i] < 0 then oldest[i] = stamp end
   end
+else
+  slots = 0
 end
 local result = {refused, dimension, retry}
 for i = 1, n do
@@ -128,8 +194,9 @@ for i = 1, n do
   table.insert(result, totals[i])
   table.insert(result, reset)
 end
+table.insert(result, slots)
 return result
-"""
+""".replace("LEASE_ROOM", str(LEASE_ROOM))
 )
 
 SETTLE = (
@@ -140,13 +207,15 @@ return 0
 """
 )
 
+logger = logging.getLogger("gateway.ratelimits")
+
 _clients: dict[int, Any] = {}
 
 
 class _Plan:
     """What does not change between checks of one set of limits: the script's keys and fixed arguments."""
 
-    __slots__ = ("check_keys", "check_tail", "keys", "limits", "settle_keys")
+    __slots__ = ("check_keys", "check_tail", "keys", "limits", "settle_keys", "slots_index")
 
     def __init__(self, limits: list[RateLimit]) -> None:
         self.limits = limits
@@ -159,6 +228,7 @@ class _Plan:
             len(limits),
             *(v for limit in limits for v in (limit.requests_per_minute or 0, limit.tokens_per_minute or 0)),
         )
+        self.slots_index = 4 + 2 * len(limits)  # where the check's arguments say how many slots it asks for
 
 
 _plans: dict[int, _Plan] = {}
@@ -175,60 +245,78 @@ def _plan(limits: list[RateLimit]) -> _Plan:
 
 
 class _Unsettled:
-    """Settlements of one event loop's client waiting for the next check to carry them (or for the timer)."""
+    """Items of one event loop's client (settlements, leases' ends) waiting for the next check to carry them (or
+    for the timer). Settlements of one lease's requests waiting together are one item (their differences added)."""
 
-    __slots__ = ("client", "items", "timer")
+    __slots__ = ("client", "items", "leased", "timer")
 
     def __init__(self, client: fast_redis.FastRedis) -> None:
         self.client = client
-        self.items: list[tuple[tuple[str, ...], str, int, Callable[[Exception], None]]] = []
+        self.items: list[list] = []  # [keys, arguments, [on_error, ...]]
+        self.leased: dict[tuple, list] = {}  # (lease, keys) -> its waiting 'd' item
         self.timer: asyncio.TimerHandle | None = None
 
-    def add(self, keys: tuple[str, ...], request_id: str, tokens: int, on_error: Callable[[Exception], None]) -> None:
-        self.items.append((keys, request_id, tokens, on_error))
+    def add(self, keys: tuple[str, ...], args: tuple, on_error: Callable[[Exception], None]) -> None:
+        """Queue an item: its keys and its five arguments (see _SETTLE_LUA)."""
+        if args[0] == "d":
+            waiting = self.leased.get((args[2], keys))
+            if waiting is not None:
+                kind, count, member, change, _ = waiting[1]
+                waiting[1] = (kind, count, member, change + args[3], 0)
+                waiting[2].append(on_error)
+                return
+            item = self.leased[(args[2], keys)] = [keys, args, [on_error]]
+        else:
+            item = [keys, args, [on_error]]
+        self.items.append(item)
         if self.timer is None:  # not cancelled when a check takes the items: one timer per SETTLE_DELAY_MS at most
             self.timer = asyncio.get_running_loop().call_later(SETTLE_DELAY_MS / 1000, self.send_alone)
 
     def take(self) -> tuple[tuple, tuple, list]:
-        """(keys, arguments, items) of the waiting settlements, no longer waiting."""
+        """(keys, arguments, items) of the waiting items, no longer waiting."""
         items, self.items = self.items, []
+        self.leased.clear()
         keys: tuple = ()
         args: tuple = ()
-        for item_keys, request_id, tokens, _ in items:
+        for item_keys, item_args, _ in items:
             keys += item_keys
-            args += (len(item_keys), request_id, tokens)
+            args += item_args
         return keys, args, items
 
     def send_alone(self) -> None:
-        """The settlements no check carried since the timer was armed (at most SETTLE_DELAY_MS ago): one settle
-        script for all."""
+        """The items no check carried since the timer was armed (at most SETTLE_DELAY_MS ago): one settle script
+        for all."""
         self.timer = None
         if not self.items:
             return
         keys, args, items = self.take()
         sent = self.client.send_nowait(("EVALSHA", SETTLE_SHA, len(keys), *keys, *args), _failed(items))
-        if not sent:  # the connection closed meanwhile: settle them one by one in a task (errors are logged)
-            for item_keys, request_id, tokens, on_error in items:
-                on_error(Resend(item_keys, request_id, tokens))
+        if not sent:  # the connection closed meanwhile: each on its own in a task (errors are logged)
+            _failed(items)(None)
 
 
 class Resend(Exception):
-    """Given to a settlement's `on_error` when it was not sent: settle it again, on its own (NOSCRIPT too)."""
+    """Given to an item's `on_error` when it was not sent: send it again, on its own (`send_item`; NOSCRIPT too).
+    `keys` and `args` are the item as queued (settlements of one lease may have been added together)."""
 
-    def __init__(self, keys: tuple[str, ...], request_id: str, tokens: int) -> None:
-        super().__init__("settlement not sent")
-        self.keys, self.request_id, self.tokens = keys, request_id, tokens
+    def __init__(self, keys: tuple[str, ...], args: tuple) -> None:
+        super().__init__("not sent")
+        self.keys, self.args = keys, args
 
 
-def _failed(items: list) -> Callable[[Exception], None]:
-    def failed(error: Exception) -> None:
-        for _, _, _, on_error in items:
-            on_error(error)
+def _failed(items: list) -> Callable[[Exception | None], None]:
+    """Hands an error to every item's callbacks (None: the items were not sent; each gets a `Resend`)."""
+
+    def failed(error: Exception | None) -> None:
+        for keys, args, callbacks in items:
+            for on_error in callbacks:
+                on_error(Resend(keys, args) if error is None else error)
 
     return failed
 
 
 _unsettled: dict[int, _Unsettled] = {}
+_leases: dict[int, Leases] = {}
 
 
 def _scripts():
@@ -240,20 +328,22 @@ def _scripts():
     loop_id = id(asyncio.get_running_loop())
     entry = _clients.get(loop_id)
     if entry is None:
+        if len(_clients) > 64:  # event loops of finished test servers
+            _clients.clear()
+            _unsettled.clear()
+            _leases.clear()
         timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
         url = settings.GATEWAY_RATE_LIMIT_REDIS_URL
         if fast_redis.supports(url):
             client = fast_redis.FastRedis(url, timeout=timeout)
             entry = (client, _fast_script(client, CHECK), _fast_script(client, SETTLE))
-            _unsettled[loop_id] = _Unsettled(client)
+            unsettled = _unsettled[loop_id] = _Unsettled(client)
+            _leases[loop_id] = Leases(asyncio.get_running_loop(), _lease_queue(unsettled))
         else:
             import redis.asyncio as aioredis
 
             client = aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
             entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
-        if len(_clients) > 64:  # event loops of finished test servers
-            _clients.clear()
-            _unsettled.clear()
         _clients[loop_id] = entry
     return entry
 
@@ -274,15 +364,17 @@ SETTLE_SHA = fast_redis.script_sha(SETTLE)
 class SentCheck:
     """A check queued on the lean client's open connection whose reply is not awaited yet (`send_check`)."""
 
-    __slots__ = ("args", "carried", "client", "future", "keys", "limits", "tokens")
+    __slots__ = ("args", "carried", "client", "future", "keys", "limits", "plan", "request_id", "tokens")
 
-    def __init__(self, client, future, limits, tokens, keys, args, carried) -> None:
-        self.client, self.future, self.limits, self.tokens = client, future, limits, tokens
+    def __init__(self, client, future, plan, request_id, tokens, keys, args, carried) -> None:
+        self.client, self.future, self.plan, self.limits = client, future, plan, plan.limits
+        self.request_id, self.tokens = request_id, tokens
         self.keys, self.args, self.carried = keys, args, carried
 
     def abandon(self) -> None:
         """Nobody will await the reply (the request went away): its error, if any, is not logged as unretrieved.
-        An entry it admitted stays held at its estimate until it leaves the window (the safe side)."""
+        An entry it admitted stays held at its estimate until it leaves the window (the safe side); a lease it
+        was granted is opened and ends as any other (its reply's callback)."""
         self.future.add_done_callback(_retrieve)
 
 
@@ -291,75 +383,102 @@ def _retrieve(future: asyncio.Future) -> None:
         future.exception()
 
 
+def admit_from_lease(limits: list[RateLimit], tokens: int) -> Decision | None:
+    """The decision of a request admitted from this process's open lease of `limits`, or None (check in Redis)."""
+    leases = _leases.get(id(asyncio.get_running_loop()))
+    if leases is None or not leases.open:
+        return None
+    return leases.admit(_plan(limits), tokens)
+
+
+def lease_asked(limits: list[RateLimit]) -> asyncio.Future | None:
+    """The reply of the check asking a lease of `limits` in this process, while it is not in (else None): a request
+    that waits for it and then takes a slot (`admit_from_lease`) spares Redis a check and waits no longer."""
+    leases = _leases.get(id(asyncio.get_running_loop()))
+    return None if leases is None else leases.waiting_for(_plan(limits))
+
+
 def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentCheck | None:
-    """Queue the check (with the settlements waiting in this process) on the lean client's open connection and
-    return at once; None when there is no open lean connection (TLS client, not connected yet): use `check`."""
+    """Queue the check (with the items waiting in this process) on the lean client's open connection and return
+    at once; None when there is no open lean connection (TLS client, not connected yet): use `check`. While the
+    key is busy, the check asks for a lease (ratelimits/redis_leases.py)."""
     client, _, _ = _scripts()
     if not isinstance(client, fast_redis.FastRedis) or not client.is_open():
         return None
-    keys, args, carried = _check_command(limits, request_id, tokens)
-    future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
-    return SentCheck(client, future, limits, tokens, keys, args, carried)
-
-
-def _check_command(limits: list[RateLimit], request_id: str, tokens: int) -> tuple[tuple, tuple, list]:
-    """(keys, arguments, carried settlements) of the check script on the lean client: the check of `limits`
-    with the settlements waiting in this process, which are no longer waiting."""
     plan = _plan(limits)
+    leases = _leases[id(asyncio.get_running_loop())]
+    slots = leases.slots_to_ask(plan)
+    keys, args, carried = _check_command(plan, request_id, tokens, slots)
+    future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
+    if slots > 1:  # before the caller awaits it: the lease opens first, even if the caller went away
+        future.add_done_callback(partial(leases.replied, plan, request_id, tokens, leases.loop.time()))
+        leases.asked(plan, future)
+    return SentCheck(client, future, plan, request_id, tokens, keys, args, carried)
+
+
+def _check_command(plan: _Plan, request_id: str, tokens: int, slots: int) -> tuple[tuple, tuple, list]:
+    """(keys, arguments, carried items) of the check script on the lean client: the check of the plan's limits
+    with the items waiting in this process, which are no longer waiting."""
     unsettled = _unsettled.get(id(asyncio.get_running_loop()))
     extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), [])
     keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
-    return keys, (WINDOW_MS, request_id, tokens, *plan.check_tail, *extra_args), carried
+    return keys, (WINDOW_MS, request_id, tokens, *plan.check_tail, slots, LEASE_MS, *extra_args), carried
 
 
 async def finish_check(sent: SentCheck) -> Decision:
     """The decision of a sent check (its reply awaited as one future); raises redis errors as they come, after
-    reporting them to the settlements it carried (logged; their holds stay)."""
+    reporting them to the items it carried (logged; holds stay)."""
     keys, args = sent.keys, sent.args
     try:
         try:
             result = await sent.future
         except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
+            if args[sent.plan.slots_index] != 1:  # no lease then: nothing would open it
+                args = (*args[: sent.plan.slots_index], 1, *args[sent.plan.slots_index + 1 :])
             result = await sent.client.call("EVAL", CHECK, len(keys), *keys, *args)
     except Exception as error:
-        for _, _, _, on_error in sent.carried:
-            on_error(error)
+        _failed(sent.carried)(error)
         raise
-    return _decision(sent.limits, result, sent.tokens)
+    return _decision(sent.limits, result, sent.request_id, sent.tokens)
 
 
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
     """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come.
 
-    On the lean client the script also carries the settlements waiting in this process, and when the
-    connection is open the command is queued and its reply awaited as one future (no coroutine below this one,
-    no task): a caller cancelled meanwhile does not unsend it, and an entry it admitted stays held at its
-    estimate until it leaves the window (the safe side)."""
+    On the lean client the script also carries the items waiting in this process, and when the connection is
+    open the command is queued and its reply awaited as one future (no coroutine below this one, no task): a
+    caller cancelled meanwhile does not unsend it, and an entry it admitted stays held at its estimate until it
+    leaves the window (the safe side). Requests admitted from a lease do not come here (`admit_from_lease`)."""
     sent = send_check(limits, request_id, tokens)
     if sent is not None:
         return await finish_check(sent)
     client, script, _ = _scripts()
+    plan = _plan(limits)
     if isinstance(client, fast_redis.FastRedis):  # not connected yet: `evalsha` opens the connection
-        keys, args, carried = _check_command(limits, request_id, tokens)
+        keys, args, carried = _check_command(plan, request_id, tokens, 1)
         try:
             result = await client.evalsha(CHECK_SHA, list(keys), list(args))
-        except Exception as error:  # the carried settlements failed with the check (logged; holds stay)
-            for _, _, _, on_error in carried:
-                on_error(error)
+        except Exception as error:  # the carried items failed with the check (logged; holds stay)
+            _failed(carried)(error)
             raise
     else:
-        plan = _plan(limits)
-        result = await script(keys=plan.keys, args=[WINDOW_MS, request_id, tokens, *plan.check_tail])
-    return _decision(limits, result, tokens)
+        result = await script(keys=plan.keys, args=[WINDOW_MS, request_id, tokens, *plan.check_tail, 1, 0])
+    return _decision(limits, result, request_id, tokens)
 
 
-def _decision(limits: list[RateLimit], result: list, tokens: int) -> Decision:
+def _decision(limits: list[RateLimit], result: list, request_id: str, tokens: int) -> Decision:
     refused = result[0]
     states = [
         ScopeState(limit, result[3 + 3 * i], result[4 + 3 * i], result[5 + 3 * i]) for i, limit in enumerate(limits)
     ]
     if not refused:
-        return Decision(True, states, None, "", 0, tokens, "redis")
+        slots = result[-1]
+        if slots < 2:
+            return Decision(True, states, None, "", 0, tokens, "redis")
+        # the first request of a lease: the window without the lease's other slots and their tokens
+        unused = slots - 1
+        states = [ScopeState(s.limit, s.requests - unused, s.tokens - unused * tokens, s.reset_ms) for s in states]
+        return Decision(True, states, None, "", 0, tokens, "redis", lease=request_id)
     dimension = result[1]
     return Decision(
         admitted=False,
@@ -372,14 +491,29 @@ def _decision(limits: list[RateLimit], result: list, tokens: int) -> Decision:
     )
 
 
-async def settle(limits: list[RateLimit], request_id: str, tokens: int) -> None:
-    """Replace the request's held tokens by `tokens` in every scope whose window still holds it (now)."""
+def _settlement(limits: list[RateLimit], request_id: str, tokens: int, decision: Decision | None):
+    """(keys, arguments) of the item settling a request: its held tokens become `tokens` (a request admitted from a
+    lease: the difference is added to the lease's)."""
+    keys = _plan(limits).settle_keys
+    if decision is not None and decision.lease:
+        return keys, ("d", len(keys), decision.lease, tokens - decision.tokens, 0)
+    return keys, ("s", len(keys), request_id, tokens, 0)
+
+
+async def send_item(keys: tuple, args: tuple) -> None:
+    """Run one item (settlement, a lease's end) on its own, now."""
     _, _, script = _scripts()
-    keys = [f"gateway:rl:{limit.key}:tokens" for limit in limits]
-    await script(keys=keys, args=[len(keys), request_id, tokens])
+    await script(keys=list(keys), args=list(args))
 
 
-def settle_later(limits: list[RateLimit], request_id: str, tokens: int, on_error: Callable[[Exception], None]) -> bool:
+async def settle(limits: list[RateLimit], request_id: str, tokens: int, decision: Decision | None = None) -> None:
+    """Replace the request's held tokens by `tokens` in every scope whose window still holds it (now)."""
+    await send_item(*_settlement(limits, request_id, tokens, decision))
+
+
+def settle_later(
+    limits: list[RateLimit], request_id: str, tokens: int, decision: Decision, on_error: Callable[[Exception], None]
+) -> bool:
     """`settle`, carried by this process's next check (or sent alone after `SETTLE_DELAY_MS`), not awaited;
     `on_error(exception)` gets a failure (a `Resend` when it was not sent: then await `settle`). False when
     that is not possible (TLS client): await `settle`."""
@@ -387,5 +521,43 @@ def settle_later(limits: list[RateLimit], request_id: str, tokens: int, on_error
     unsettled = _unsettled.get(id(asyncio.get_running_loop()))
     if unsettled is None or unsettled.client is not client:
         return False
-    unsettled.add(_plan(limits).settle_keys, request_id, tokens, on_error)
+    keys, args = _settlement(limits, request_id, tokens, decision)
+    unsettled.add(keys, args, on_error)
     return True
+
+
+_resending: set[asyncio.Task] = set()
+
+
+def _lease_queue(unsettled: _Unsettled) -> Callable[[tuple, tuple], None]:
+    def queue(keys: tuple, args: tuple) -> None:
+        unsettled.add(keys, args, _lease_end_failed(keys, args))
+
+    return queue
+
+
+def _lease_end_failed(keys: tuple, args: tuple) -> Callable[[Exception], None]:
+    """What to do when a lease's end (returning its unused slots or tokens) fails: send it again on its own when it
+    was not run; otherwise its slots and tokens stay held until they leave the window (the safe side)."""
+
+    def failed(error: Exception) -> None:
+        if isinstance(error, (Resend, NoScriptError)):
+            task = asyncio.ensure_future(_resend(keys, args))
+            _resending.add(task)
+            task.add_done_callback(_resending.discard)
+        else:
+            _log_lease_end_failure(error)
+
+    return failed
+
+
+def _log_lease_end_failure(error: BaseException) -> None:
+    name = type(error).__name__
+    logger.warning("rate limits: ending a lease failed (its unused slots stay held): %s: %s", name, error)
+
+
+async def _resend(keys: tuple, args: tuple) -> None:
+    try:
+        await send_item(keys, args)
+    except Exception as error:
+        _log_lease_end_failure(error)

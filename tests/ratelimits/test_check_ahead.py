@@ -58,6 +58,7 @@ def redis_proxy(settings):
 def _forget_clients() -> None:
     redis_store._clients.clear()
     redis_store._unsettled.clear()
+    redis_store._leases.clear()
     limiter._room.clear()
     limiter.redis_health.reset()
 

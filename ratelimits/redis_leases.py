@@ -1,0 +1,162 @@
+"""Leases: while a key is busy and far from its limits, one Redis check admits a batch of its requests.
+
+A check in Redis costs a round trip, about 30 µs of Redis CPU and as much in the gateway; at hundreds of
+requests a second per key that is most of what rate limiting costs. So when this process's requests of one key
+(with its workspace) come less than `LEASE_MS` apart, the check asks for a lease of several slots instead of
+one: the script grants it only when every scope has room for `LEASE_ROOM` times as many requests and tokens as
+the lease holds (else the request is checked alone, as always). A granted lease is one entry in each scope's
+log, stamped `LEASE_MS` ahead of the Redis clock, weighing its slots in the scope's request count and holding
+slots x the request's tokens. For `LEASE_MS` the process admits the key's requests from the lease without
+asking Redis (each takes a slot and its tokens); then, or when its slots are used up, the lease ends: its
+unused slots and tokens are taken off its entry (carried by the process's next check, like settlements), and
+its requests' settlements adjust its tokens.
+
+Why no interval admits more than the limit: every request admitted from a lease is counted (in its entry's
+weight) from before its admission until at least a window after it (the entry is stamped at the lease's end,
+and the request is admitted before that); an unused slot counts too until it is returned. What a lease costs:
+its unused slots are refused to other processes until it ends (at most `LEASE_MS` plus the settlement delay);
+the `x-ratelimit-remaining-*` headers show what this process knows (the window as of the lease, minus what it
+admitted from it since); a 429's `Retry-After` while leases are in the window may be later than the exact
+moment (never earlier). Near a limit (less than `LEASE_ROOM` leases' worth of room) every request is checked in
+Redis on its own, so "exactly the limit admitted" holds where it is decided.
+
+Lease sizes adapt per key: `FIRST_SLOTS`, doubled when a lease is used up before it ends (up to `MAX_SLOTS`),
+set to what was used (at least 2) when it ends with slots left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from ratelimits.limits import Decision, ScopeState
+
+LEASE_MS = 50  # how long a lease admits; its slots are stamped this far ahead
+LEASE_ROOM = 8  # a lease of s slots only while every scope has room for LEASE_ROOM * s requests and tokens
+FIRST_SLOTS = 4
+MAX_SLOTS = 32
+
+# queue(keys, arguments): an item for the process's next script (ratelimits/redis_store.py).
+Queue = Callable[[tuple, tuple], None]
+
+
+class Lease:
+    """Slots of one set of limits granted to this process by one check (see the module docstring)."""
+
+    __slots__ = ("deadline", "granted_at", "held", "member", "plan", "slots", "states", "timer", "tokens", "used")
+
+    def __init__(self, plan, request_id: str, slots: int, tokens: int, states: list[ScopeState], deadline: float):
+        self.plan = plan
+        self.member = request_id  # the lease's entry in each scope's log and tokens hash
+        self.slots = slots
+        self.used = 1  # the request that asked for it
+        self.tokens = slots * tokens
+        self.held = tokens
+        self.states = states  # each scope's window in the reply, the whole lease included
+        self.deadline = deadline
+        self.granted_at = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def decision(self, tokens: int, now: float) -> Decision:
+        """The decision of a request admitted from the lease: the window as of the grant, minus what is unused."""
+        unused_slots, unused_tokens = self.slots - self.used, self.tokens - self.held
+        elapsed = int((now - self.granted_at) * 1000)
+        states = [
+            ScopeState(s.limit, s.requests - unused_slots, s.tokens - unused_tokens, max(s.reset_ms - elapsed, 0))
+            for s in self.states
+        ]
+        return Decision(True, states, tokens=tokens, store="redis", lease=self.member)
+
+
+class Leases:
+    """The leases of one event loop's Redis client, by set of limits (`plan`: its script's keys)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: Queue) -> None:
+        self.loop = loop
+        self.queue = queue
+        self.open: dict[int, Lease] = {}
+        self.asking: dict[int, asyncio.Future] = {}  # plan -> the reply of the check asking it a lease
+        self.last_check: dict[int, float] = {}  # plan -> when its last check was sent
+        self.size: dict[int, int] = {}
+
+    def admit(self, plan, tokens: int) -> Decision | None:
+        """A decision from the plan's open lease (a slot and `tokens` taken), or None: check in Redis."""
+        lease = self.open.get(id(plan))
+        if lease is None:
+            return None
+        now = self.loop.time()
+        if now >= lease.deadline:
+            self.end(lease)
+            return None
+        if lease.held + tokens > lease.tokens:  # larger than what is left: checked alone
+            return None
+        lease.used += 1
+        lease.held += tokens
+        decision = lease.decision(tokens, now)
+        if lease.used == lease.slots:
+            self.end(lease)
+        return decision
+
+    def slots_to_ask(self, plan) -> int:
+        """1, or a lease's slots when the plan's last check was sent less than LEASE_MS ago and no lease of it is
+        open or asked for."""
+        key = id(plan)
+        now = self.loop.time()
+        last = self.last_check.get(key)
+        if len(self.last_check) > 4096:
+            self.last_check.clear()
+        self.last_check[key] = now
+        if last is None or now - last > LEASE_MS / 1000 or key in self.asking or key in self.open:
+            return 1
+        return self.size.get(key, FIRST_SLOTS)
+
+    def asked(self, plan, future: asyncio.Future) -> None:
+        """A check asking a lease for the plan was sent: its reply is `future` (other requests of the plan may wait
+        for it rather than ask Redis themselves)."""
+        self.asking[id(plan)] = future
+
+    def waiting_for(self, plan) -> asyncio.Future | None:
+        """The reply of the plan's lease asked for and not in yet, or None."""
+        return self.asking.get(id(plan)) if self.asking else None
+
+    def replied(self, plan, request_id: str, tokens: int, sent_at: float, future: asyncio.Future) -> None:
+        """The reply of a check that asked for a lease (a done callback, so a caller gone meanwhile does not leave
+        a granted lease unreturned): opens the lease when it was granted."""
+        self.asking.pop(id(plan), None)
+        if future.cancelled() or future.exception() is not None:
+            return
+        result = future.result()
+        slots = result[-1]
+        if slots < 2:
+            return
+        states = [
+            ScopeState(limit, result[3 + 3 * i], result[4 + 3 * i], result[5 + 3 * i])
+            for i, limit in enumerate(plan.limits)
+        ]
+        lease = Lease(plan, request_id, slots, tokens, states, sent_at + LEASE_MS / 1000)
+        lease.granted_at = self.loop.time()
+        previous = self.open.get(id(plan))
+        if previous is not None:  # cannot happen while `asking` holds the plan; end it rather than lose it
+            self.end(previous)
+        self.open[id(plan)] = lease
+        lease.timer = self.loop.call_at(lease.deadline, self.end, lease)
+
+    def end(self, lease: Lease) -> None:
+        """Return the lease's unused slots and tokens (queued for the next script) and size the next one."""
+        plan = lease.plan
+        if self.open.get(id(plan)) is not lease:
+            return
+        del self.open[id(plan)]
+        if lease.timer is not None:
+            lease.timer.cancel()
+        if len(self.size) > 4096:
+            self.size.clear()
+        if lease.used == lease.slots:
+            self.size[id(plan)] = min(2 * lease.slots, MAX_SLOTS)
+        else:
+            self.size[id(plan)] = max(2, lease.used)
+            unused = ("r", len(plan.settle_keys), lease.member, lease.slots - lease.used, 0)
+            self.queue(plan.settle_keys, unused)
+        if lease.held != lease.tokens:
+            change = lease.held - lease.tokens
+            self.queue(plan.settle_keys, ("d", len(plan.settle_keys), lease.member, change, 0))

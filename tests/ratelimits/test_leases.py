@@ -1,0 +1,187 @@
+"""Leases (ratelimits/redis_leases.py): a busy key far from its limits is admitted in batches from one Redis check,
+with the same counts, the same exact limit, and nothing left held once its leases end. Against the real Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+
+import pytest
+import redis.asyncio
+from django.conf import settings
+
+from gateway_project import fast_redis
+from ratelimits import limiter, redis_leases, redis_store
+from ratelimits.limits import RateLimit
+
+# a lease ends LEASE_MS after it was asked for; what it returns rides on a check or goes alone SETTLE_DELAY_MS later
+AFTER_LEASES = (redis_leases.LEASE_MS + redis_store.SETTLE_DELAY_MS) / 1000 + 0.15
+
+
+@pytest.fixture(autouse=True)
+def _needs_redis():
+    if not settings.GATEWAY_RATE_LIMIT_REDIS_URL:
+        pytest.skip("needs Redis (REDIS_URL)")
+    limiter.redis_health.reset()
+
+
+def limit(rpm=None, tpm=None, scope="api-key") -> RateLimit:
+    return RateLimit(scope, uuid.uuid4().hex, rpm, tpm)
+
+
+# A set of limits is one list object per key (ratelimits.limits.limits_of): leases are kept per list, so each
+# test passes the same list to every check, as the middleware does.
+
+
+@pytest.fixture
+def sends(monkeypatch):
+    """How many commands this process's lean Redis clients sent."""
+    count = [0]
+    send, call = fast_redis.FastRedis.send, fast_redis.FastRedis.call
+
+    def counting_send(self, *args):
+        count[0] += 1
+        return send(self, *args)
+
+    async def counting_call(self, *args):
+        count[0] += 1
+        return await call(self, *args)
+
+    monkeypatch.setattr(fast_redis.FastRedis, "send", counting_send)
+    monkeypatch.setattr(fast_redis.FastRedis, "call", counting_call)
+    return count
+
+
+async def _close_clients() -> None:
+    client, _, _ = redis_store._scripts()
+    redis_store._clients.clear()
+    await client.aclose()
+
+
+async def window(limit: RateLimit) -> tuple[int, int, int]:
+    """(entries in the scope's log, its `_total` of held tokens, its `_count` of requests), read from Redis."""
+    client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+    try:
+        entries = await client.zcard(f"gateway:rl:{limit.key}:log")
+        total, count = await client.hmget(f"gateway:rl:{limit.key}:tokens", "_total", "_count")
+    finally:
+        await client.aclose()
+    return entries, int(total or 0), int(count or 0)
+
+
+def test_a_busy_key_far_from_its_limits_is_admitted_from_leases_with_exact_counts(sends):
+    key, workspace = limit(rpm=10_000, tpm=10**7), limit(rpm=50_000, scope="workspace")
+    both = [key, workspace]
+
+    async def scenario():
+        decisions = []
+        for i in range(120):
+            decisions.append(await limiter.check(both, f"r{i}", 10))
+            await asyncio.sleep(0.0005)
+        assert all(d.admitted and d.store == "redis" for d in decisions)
+        # each decision shows the window as if every request had been checked alone
+        assert [d.states[0].requests for d in decisions] == list(range(1, 121))
+        assert [d.states[0].tokens for d in decisions] == [10 * n for n in range(1, 121)]
+        assert [d.states[1].requests for d in decisions] == list(range(1, 121))
+        from_leases = sum(1 for d in decisions if d.lease)
+        assert from_leases >= 100 and sends[0] <= 25, (from_leases, sends[0])
+        for i, decision in enumerate(decisions[:60]):  # half used 4 of their 10 tokens
+            limiter.settle_soon(decision, both, f"r{i}", 4)
+        await asyncio.sleep(AFTER_LEASES)
+        # unused slots and tokens returned: the windows count exactly the admitted requests and what they use,
+        # in far fewer entries than requests
+        entries, total, count = await window(key)
+        assert (total, count) == (60 * 4 + 60 * 10, 120) and entries <= 25
+        assert (await window(workspace))[2] == 120
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_near_the_limit_two_processes_admit_exactly_the_limit():
+    """Two event loops with their own clients and leases (as two processes), 3x the limit between them: leases
+    while far from the limit, checks one by one near it, exactly the limit admitted, nothing held beyond it."""
+    key = limit(rpm=120, tpm=10**6)
+    limits = [key]
+    results: list[list] = [[], []]
+
+    def process(index: int) -> None:
+        async def run():
+            for i in range(180):
+                results[index].append(await limiter.check(limits, f"p{index}-{i}", 7))
+                await asyncio.sleep(0.0005)
+            await asyncio.sleep(AFTER_LEASES)
+            await _close_clients()
+
+        asyncio.run(run())
+
+    threads = [threading.Thread(target=process, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    decisions = results[0] + results[1]
+    admitted = [d for d in decisions if d.admitted]
+    assert len(admitted) == 120
+    assert any(d.lease for d in admitted) and any(not d.lease for d in admitted)
+    refused = [d for d in decisions if not d.admitted]
+    assert all(d.dimension == "requests" and d.retry_after_ms > 0 for d in refused)
+    entries, total, count = asyncio.run(window(key))
+    assert (total, count) == (120 * 7, 120) and entries < 120
+
+
+def test_a_lease_asked_for_by_a_request_that_went_away_still_ends():
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        assert (await limiter.check(limits, "a", 0)).admitted  # opens the connection
+        assert not (await limiter.check(limits, "b", 0)).lease  # the key's first check sent on it
+        sent = redis_store.send_check(limits, "c", 0)  # less than LEASE_MS after "b": asks for a lease
+        assert sent is not None and sent.args[sent.plan.slots_index] == redis_leases.FIRST_SLOTS
+        sent.abandon()  # nobody awaits its reply
+        await asyncio.sleep(0.01)
+        assert redis_store._leases[id(asyncio.get_running_loop())].open  # granted and opened all the same
+        assert (await limiter.check(limits, "d", 0)).lease == "c"  # admitted from it
+        await asyncio.sleep(AFTER_LEASES)
+        assert await window(key) == (3, 0, 4)  # a, b, and the lease c (d and c) after its two unused slots returned
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_a_key_near_its_limits_gets_no_lease():
+    key = limit(rpm=1000, tpm=100)  # LEASE_ROOM leases of 4 slots x 5 tokens never fit in 100 tokens
+    limits = [key]
+
+    async def scenario():
+        decisions = [await limiter.check(limits, f"r{i}", 5) for i in range(5)]
+        assert all(d.admitted and not d.lease for d in decisions)
+        assert await window(key) == (5, 25, 5)
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_requests_arriving_while_a_lease_is_asked_for_wait_for_it_rather_than_ask_redis(sends):
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        await limiter.check(limits, "a", 0)  # opens the connection
+        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        before = sends[0]
+        decisions = await asyncio.gather(*(limiter.check(limits, f"c{i}", 0) for i in range(8)))
+        # the first asks a lease of FIRST_SLOTS; three more take its slots; the fourth asks the next (twice as
+        # large), the other three wait for it and take slots from it
+        assert sends[0] - before == 2
+        assert all(d.admitted for d in decisions)
+        assert [d.states[0].requests for d in decisions] == list(range(3, 11))
+        assert [d.lease for d in decisions] == ["c0"] * 4 + ["c4"] * 4
+        await asyncio.sleep(AFTER_LEASES)
+        assert (await window(key))[2] == 10  # the second lease's four unused slots returned
+        await _close_clients()
+
+    asyncio.run(scenario())
