@@ -241,6 +241,15 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
 GATEWAY_RATE_LIMIT_REDIS_URL = env.str("GATEWAY_RATE_LIMIT_REDIS_URL", default=REDIS_URL)
 GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS", default=500)
 GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
+# How long a lease admits a busy key's requests in one process without asking Redis (ratelimits/redis_leases.py);
+# 0 turns leases off (every request checked in Redis, as versions without leases do: use 0 while upgrading from one).
+GATEWAY_RATE_LIMIT_LEASE_MS = env.str("GATEWAY_RATE_LIMIT_LEASE_MS", default="50").strip()
+if not (GATEWAY_RATE_LIMIT_LEASE_MS.isdigit() and int(GATEWAY_RATE_LIMIT_LEASE_MS) <= 1000):
+    raise ImproperlyConfigured(
+        "GATEWAY_RATE_LIMIT_LEASE_MS must be an integer from 0 (no leases) to 1000, "
+        f"not {GATEWAY_RATE_LIMIT_LEASE_MS!r}"
+    )
+GATEWAY_RATE_LIMIT_LEASE_MS = int(GATEWAY_RATE_LIMIT_LEASE_MS)
 # Unknown bearer keys accepted per client address per minute (both planes) before that address gets 429.
 GATEWAY_AUTH_FAILURES_PER_MINUTE = env.int("GATEWAY_AUTH_FAILURES_PER_MINUTE", default=60)
 

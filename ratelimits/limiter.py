@@ -92,6 +92,7 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
                 break
             # wait for the reply of the lease this process asked (not cancelled with this caller), then take a slot
             await asyncio.wait((asked,))
+    if redis_health.usable():  # again: the lease's check may have failed meanwhile
         try:
             decision = await redis_store.check(limits, request_id, tokens)
         except _REDIS_ERRORS as error:

@@ -2,19 +2,20 @@
 
 A check in Redis costs a round trip, about 30 µs of Redis CPU and as much in the gateway; at hundreds of
 requests a second per key that is most of what rate limiting costs. So when this process's requests of one key
-(with its workspace) come less than `LEASE_MS` apart, the check asks for a lease of several slots instead of
-one: the script grants it only when every scope has room for `LEASE_ROOM` times as many requests and tokens as
-the lease holds (else the request is checked alone, as always). A granted lease is one entry in each scope's
-log, stamped `LEASE_MS` ahead of the Redis clock, weighing its slots in the scope's request count and holding
-slots x the request's tokens. For `LEASE_MS` the process admits the key's requests from the lease without
-asking Redis (each takes a slot and its tokens); then, or when its slots are used up, the lease ends: its
-unused slots and tokens are taken off its entry (carried by the process's next check, like settlements), and
-its requests' settlements adjust its tokens.
+(with its workspace) come less than `GATEWAY_RATE_LIMIT_LEASE_MS` apart (50 by default; 0: no leases), the check
+asks for a lease of several slots instead of one: the script grants it only when every scope has room for
+`LEASE_ROOM` times as many requests and tokens as the lease holds (else the request is checked alone, as
+always). A granted lease is one entry in each scope's log, stamped that long ahead of the Redis clock, weighing
+its slots in the scope's request count and holding slots x the request's tokens. For that long the process
+admits the key's requests from the lease without asking Redis (each takes a slot and its tokens); then, or
+when its slots are used up, the lease ends: its unused slots and tokens are taken off its entry (carried by the
+process's next check, like settlements), and its requests' settlements adjust its tokens.
 
 Why no interval admits more than the limit: every request admitted from a lease is counted (in its entry's
 weight) from before its admission until at least a window after it (the entry is stamped at the lease's end,
 and the request is admitted before that); an unused slot counts too until it is returned. What a lease costs:
-its unused slots are refused to other processes until it ends (at most `LEASE_MS` plus the settlement delay);
+its unused slots are refused to other processes until it ends (at most the lease's time plus the settlement
+delay);
 the `x-ratelimit-remaining-*` headers show what this process knows (the window as of the lease, minus what it
 admitted from it since); a 429's `Retry-After` while leases are in the window may be later than the exact
 moment (never earlier). Near a limit (less than `LEASE_ROOM` leases' worth of room) every request is checked in
@@ -31,7 +32,6 @@ from collections.abc import Callable
 
 from ratelimits.limits import Decision, ScopeState
 
-LEASE_MS = 50  # how long a lease admits; its slots are stamped this far ahead
 LEASE_ROOM = 8  # a lease of s slots only while every scope has room for LEASE_ROOM * s requests and tokens
 FIRST_SLOTS = 4
 MAX_SLOTS = 32
@@ -97,16 +97,18 @@ class Leases:
             self.end(lease)
         return decision
 
-    def slots_to_ask(self, plan) -> int:
-        """1, or a lease's slots when the plan's last check was sent less than LEASE_MS ago and no lease of it is
-        open or asked for."""
+    def slots_to_ask(self, plan, lease_ms: int) -> int:
+        """1, or a lease's slots when the plan's last check was sent less than `lease_ms` ago and no lease of it is
+        open or asked for (`lease_ms` 0: leases are off)."""
+        if not lease_ms:
+            return 1
         key = id(plan)
         now = self.loop.time()
         last = self.last_check.get(key)
         if len(self.last_check) > 4096:
             self.last_check.clear()
         self.last_check[key] = now
-        if last is None or now - last > LEASE_MS / 1000 or key in self.asking or key in self.open:
+        if last is None or now - last > lease_ms / 1000 or key in self.asking or key in self.open:
             return 1
         return self.size.get(key, FIRST_SLOTS)
 
@@ -119,9 +121,10 @@ class Leases:
         """The reply of the plan's lease asked for and not in yet, or None."""
         return self.asking.get(id(plan)) if self.asking else None
 
-    def replied(self, plan, request_id: str, tokens: int, sent_at: float, future: asyncio.Future) -> None:
+    def replied(self, plan, request_id: str, tokens: int, deadline: float, future: asyncio.Future) -> None:
         """The reply of a check that asked for a lease (a done callback, so a caller gone meanwhile does not leave
-        a granted lease unreturned): opens the lease when it was granted."""
+        a granted lease unreturned): opens the lease when it was granted, admitting until `deadline` (this loop's
+        clock when the check was sent, plus the lease's time: its entry is stamped that far past the script's run)."""
         self.asking.pop(id(plan), None)
         if future.cancelled() or future.exception() is not None:
             return
@@ -133,7 +136,7 @@ class Leases:
             ScopeState(limit, result[3 + 3 * i], result[4 + 3 * i], result[5 + 3 * i])
             for i, limit in enumerate(plan.limits)
         ]
-        lease = Lease(plan, request_id, slots, tokens, states, sent_at + LEASE_MS / 1000)
+        lease = Lease(plan, request_id, slots, tokens, states, deadline)
         lease.granted_at = self.loop.time()
         previous = self.open.get(id(plan))
         if previous is not None:  # cannot happen while `asking` holds the plan; end it rather than lose it

@@ -2,7 +2,8 @@
 
 Per scope, a sorted set `gateway:rl:<scope>:log` (member: request id, score: admission time in ms from the
 Redis clock, so every replica shares one clock) and a hash `gateway:rl:<scope>:tokens` (request id -> tokens
-held, `<id>#n` -> the slots of a lease's entry, `_total` tokens, `_count` requests, and `_expiry`: when the
+held, `<id>#n` -> the slots of a lease's entry, `_total` tokens, `_extra` the slots of leases beyond one per
+entry (a scope counts the log's entries plus `_extra` requests), and `_expiry`: when the
 keys' time to live was last set). Both expire at least a second after the window of their newest entry: an
 admission sets their time to live to the window plus two seconds when the last time it was set is a second old
 or more (not on every check: two commands less per scope), a lease always. One Redis (or a primary), not a
@@ -28,7 +29,7 @@ from redis.exceptions import NoScriptError
 
 from gateway_project import fast_redis
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
-from ratelimits.redis_leases import LEASE_MS, LEASE_ROOM, Leases
+from ratelimits.redis_leases import LEASE_ROOM, Leases
 
 # How long a settlement may wait for the next check of its process to carry it (then it is sent on its own).
 # Tokens stay held that much longer at most: nothing next to a one-minute window.
@@ -39,7 +40,7 @@ SETTLE_DELAY_MS = 20
 # entry no longer in a hash (it left the window) is left alone.
 # - 's' (a settlement): the member's held tokens become x.
 # - 'd' (a settlement of a request admitted from a lease): x added to the lease's tokens.
-# - 'r' (a lease's end): x unused slots taken off the lease's weight (`member#n`) and the scope's `_count`.
+# - 'r' (a lease's end): x unused slots taken off the lease's weight (`member#n`) and the scope's `_extra`.
 _SETTLE_LUA = """
 local function settle(a, k)
   while a <= #ARGV do
@@ -48,7 +49,7 @@ local function settle(a, k)
       if kind == 'r' then
         if redis.call('HEXISTS', KEYS[j], member .. '#n') == 1 then
           redis.call('HINCRBY', KEYS[j], member .. '#n', -x)
-          redis.call('HINCRBY', KEYS[j], '_count', -x)
+          redis.call('HINCRBY', KEYS[j], '_extra', -x)
         end
       else
         local held = redis.call('HGET', KEYS[j], member)
@@ -74,7 +75,7 @@ end
 # KEYS: (log, tokens) of each scope, then the carried items' keys. ARGV: window, request id, tokens, number of
 # scopes n, (requests, tokens per minute) of each scope, the slots asked for, the lease's time in ms, then the
 # carried items. Per scope: the log (member -> admission time) and the tokens hash (member -> tokens held,
-# `member#n` -> a lease's slots, `_total` tokens, `_count` requests, `_expiry`). Slots > 1 ask for a lease
+# `member#n` -> a lease's slots, `_total` tokens, `_extra`, `_expiry`). Slots > 1 ask for a lease
 # (ratelimits/redis_leases.py): granted only when every scope has room for LEASE_ROOM times as many requests and
 # tokens, else the request alone is checked. A lease is one entry stamped its time ahead, weighing its slots and
 # holding slots x the request's tokens. The reply: refused scope (0: admitted), dimension, retry after ms,
@@ -92,21 +93,20 @@ local counts, totals, oldest, marks = {}, {}, {}, {}
 local refused, dimension, retry = 0, '', 0
 for i = 1, n do
   local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
-  local meta = redis.call('HMGET', amounts, '_total', '_expiry', '_count')
+  local meta = redis.call('HMGET', amounts, '_total', '_expiry', '_extra')
   totals[i] = tonumber(meta[1] or '0')
   marks[i] = tonumber(meta[2] or '0')
+  local extra = tonumber(meta[3] or '0')
   local expired = redis.call('ZRANGEBYSCORE', log, '-inf', cutoff)
-  local gone = 0
   if #expired > 0 then
-    local freed = 0
+    local freed, lighter = 0, 0
     for _, member in ipairs(expired) do
       local entry = redis.call('HMGET', amounts, member, member .. '#n')
       freed = freed + tonumber(entry[1] or '0')
       if entry[2] then
-        gone = gone + tonumber(entry[2])
+        lighter = lighter + tonumber(entry[2]) - 1
         redis.call('HDEL', amounts, member, member .. '#n')
       else
-        gone = gone + 1
         redis.call('HDEL', amounts, member)
       end
     end
@@ -115,14 +115,12 @@ for i = 1, n do
       redis.call('HINCRBY', amounts, '_total', string.format('%d', -freed))
       totals[i] = totals[i] - freed
     end
+    if lighter ~= 0 then
+      redis.call('HINCRBY', amounts, '_extra', -lighter)
+      extra = extra - lighter
+    end
   end
-  if meta[3] then
-    counts[i] = tonumber(meta[3]) - gone
-    if gone > 0 then redis.call('HINCRBY', amounts, '_count', -gone) end
-  else  -- written before `_count` existed: one entry per request
-    counts[i] = redis.call('ZCARD', log)
-    redis.call('HSET', amounts, '_count', counts[i])
-  end
+  counts[i] = redis.call('ZCARD', log) + extra
   local first = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   oldest[i] = first[2] and tonumber(first[2]) or -1
   local rpm, tpm = tonumber(ARGV[3 + 2 * i]), tonumber(ARGV[4 + 2 * i])
@@ -132,7 +130,7 @@ for i = 1, n do
     -- more than one), the entry at that position counting one each: no earlier than the exact one
     local entry = redis.call('ZRANGE', log, counts[i] - rpm, counts[i] - rpm, 'WITHSCORES')
     if not entry[2] then entry = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES') end
-    retry = tonumber(entry[2]) + window - now
+    retry = entry[2] and (tonumber(entry[2]) + window - now) or window
   elseif refused == 0 and tpm > 0 and totals[i] + tokens > tpm then
     refused, dimension, retry = i, 'tokens', window
     if tokens <= tpm then
@@ -167,8 +165,8 @@ if refused == 0 then
     local log, amounts = KEYS[2 * i - 1], KEYS[2 * i]
     redis.call('ZADD', log, stamp, id)
     redis.call('HINCRBY', amounts, '_total', held_text)
-    redis.call('HINCRBY', amounts, '_count', slots)
     if slots > 1 then  -- a lease: its weight, and the time to live pushed forward (its entry is stamped ahead)
+      redis.call('HINCRBY', amounts, '_extra', slots - 1)
       redis.call('HSET', amounts, id, held_text, id .. '#n', slots, '_expiry', now)
       redis.call('PEXPIRE', log, window + ahead + 2000)
       redis.call('PEXPIRE', amounts, window + ahead + 2000)
@@ -372,15 +370,20 @@ class SentCheck:
         self.keys, self.args, self.carried = keys, args, carried
 
     def abandon(self) -> None:
-        """Nobody will await the reply (the request went away): its error, if any, is not logged as unretrieved.
-        An entry it admitted stays held at its estimate until it leaves the window (the safe side); a lease it
-        was granted is opened and ends as any other (its reply's callback)."""
-        self.future.add_done_callback(_retrieve)
+        """Nobody will await the reply (the request went away): its error, if any, is not logged as unretrieved,
+        and the items it carried are sent again on their own if the script was not run (NOSCRIPT). An entry it
+        admitted stays held at its estimate until it leaves the window (the safe side); a lease it was granted is
+        opened and ends as any other (its reply's callback)."""
+        carried = self.carried
 
+        def retrieve(future: asyncio.Future) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if carried and isinstance(error, NoScriptError):
+                _failed(carried)(error)
 
-def _retrieve(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
+        self.future.add_done_callback(retrieve)
 
 
 def admit_from_lease(limits: list[RateLimit], tokens: int) -> Decision | None:
@@ -407,22 +410,24 @@ def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentChe
         return None
     plan = _plan(limits)
     leases = _leases[id(asyncio.get_running_loop())]
-    slots = leases.slots_to_ask(plan)
-    keys, args, carried = _check_command(plan, request_id, tokens, slots)
+    lease_ms = settings.GATEWAY_RATE_LIMIT_LEASE_MS
+    slots = leases.slots_to_ask(plan, lease_ms)
+    keys, args, carried = _check_command(plan, request_id, tokens, slots, lease_ms)
     future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
     if slots > 1:  # before the caller awaits it: the lease opens first, even if the caller went away
-        future.add_done_callback(partial(leases.replied, plan, request_id, tokens, leases.loop.time()))
+        deadline = leases.loop.time() + lease_ms / 1000
+        future.add_done_callback(partial(leases.replied, plan, request_id, tokens, deadline))
         leases.asked(plan, future)
     return SentCheck(client, future, plan, request_id, tokens, keys, args, carried)
 
 
-def _check_command(plan: _Plan, request_id: str, tokens: int, slots: int) -> tuple[tuple, tuple, list]:
+def _check_command(plan: _Plan, request_id: str, tokens: int, slots: int, lease_ms: int) -> tuple[tuple, tuple, list]:
     """(keys, arguments, carried items) of the check script on the lean client: the check of the plan's limits
     with the items waiting in this process, which are no longer waiting."""
     unsettled = _unsettled.get(id(asyncio.get_running_loop()))
     extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), [])
     keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
-    return keys, (WINDOW_MS, request_id, tokens, *plan.check_tail, slots, LEASE_MS, *extra_args), carried
+    return keys, (WINDOW_MS, request_id, tokens, *plan.check_tail, slots, lease_ms, *extra_args), carried
 
 
 async def finish_check(sent: SentCheck) -> Decision:
@@ -431,7 +436,12 @@ async def finish_check(sent: SentCheck) -> Decision:
     keys, args = sent.keys, sent.args
     try:
         try:
-            result = await sent.future
+            # shielded: a caller cancelled meanwhile does not cancel the reply, whose lease (if one was granted) is
+            # opened and ended, and whose carried items are sent again if the script was not run
+            result = await asyncio.shield(sent.future)
+        except asyncio.CancelledError:
+            sent.abandon()
+            raise
         except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
             if args[sent.plan.slots_index] != 1:  # no lease then: nothing would open it
                 args = (*args[: sent.plan.slots_index], 1, *args[sent.plan.slots_index + 1 :])
@@ -455,7 +465,7 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
     client, script, _ = _scripts()
     plan = _plan(limits)
     if isinstance(client, fast_redis.FastRedis):  # not connected yet: `evalsha` opens the connection
-        keys, args, carried = _check_command(plan, request_id, tokens, 1)
+        keys, args, carried = _check_command(plan, request_id, tokens, 1, 0)
         try:
             result = await client.evalsha(CHECK_SHA, list(keys), list(args))
         except Exception as error:  # the carried items failed with the check (logged; holds stay)

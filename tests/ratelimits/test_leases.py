@@ -5,8 +5,12 @@ with the same counts, the same exact limit, and nothing left held once its lease
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 import redis.asyncio
@@ -16,12 +20,16 @@ from gateway_project import fast_redis
 from ratelimits import limiter, redis_leases, redis_store
 from ratelimits.limits import RateLimit
 
-# a lease ends LEASE_MS after it was asked for; what it returns rides on a check or goes alone SETTLE_DELAY_MS later
-AFTER_LEASES = (redis_leases.LEASE_MS + redis_store.SETTLE_DELAY_MS) / 1000 + 0.15
+BASE_DIR = Path(__file__).resolve().parents[2]
+# a lease ends GATEWAY_RATE_LIMIT_LEASE_MS (50) after it was asked for; what it returns rides on a check or goes
+# alone SETTLE_DELAY_MS later
+AFTER_LEASES = (50 + redis_store.SETTLE_DELAY_MS) / 1000 + 0.15
 
 
 @pytest.fixture(autouse=True)
-def _needs_redis():
+def _needs_redis(request):
+    if "value" in request.fixturenames:  # the settings test needs no Redis
+        return
     if not settings.GATEWAY_RATE_LIMIT_REDIS_URL:
         pytest.skip("needs Redis (REDIS_URL)")
     limiter.redis_health.reset()
@@ -61,14 +69,14 @@ async def _close_clients() -> None:
 
 
 async def window(limit: RateLimit) -> tuple[int, int, int]:
-    """(entries in the scope's log, its `_total` of held tokens, its `_count` of requests), read from Redis."""
+    """(entries in the scope's log, its `_total` of held tokens, the requests it counts), read from Redis."""
     client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
     try:
         entries = await client.zcard(f"gateway:rl:{limit.key}:log")
-        total, count = await client.hmget(f"gateway:rl:{limit.key}:tokens", "_total", "_count")
+        total, extra = await client.hmget(f"gateway:rl:{limit.key}:tokens", "_total", "_extra")
     finally:
         await client.aclose()
-    return entries, int(total or 0), int(count or 0)
+    return entries, int(total or 0), entries + int(extra or 0)
 
 
 def test_a_busy_key_far_from_its_limits_is_admitted_from_leases_with_exact_counts(sends):
@@ -139,7 +147,7 @@ def test_a_lease_asked_for_by_a_request_that_went_away_still_ends():
     async def scenario():
         assert (await limiter.check(limits, "a", 0)).admitted  # opens the connection
         assert not (await limiter.check(limits, "b", 0)).lease  # the key's first check sent on it
-        sent = redis_store.send_check(limits, "c", 0)  # less than LEASE_MS after "b": asks for a lease
+        sent = redis_store.send_check(limits, "c", 0)  # less than 50 ms after "b": asks for a lease
         assert sent is not None and sent.args[sent.plan.slots_index] == redis_leases.FIRST_SLOTS
         sent.abandon()  # nobody awaits its reply
         await asyncio.sleep(0.01)
@@ -185,3 +193,77 @@ def test_requests_arriving_while_a_lease_is_asked_for_wait_for_it_rather_than_as
         await _close_clients()
 
     asyncio.run(scenario())
+
+
+def test_a_request_cancelled_while_its_lease_is_on_the_way_leaves_the_lease_to_end_as_any_other():
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        await limiter.check(limits, "a", 0)  # opens the connection
+        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        asking = asyncio.ensure_future(limiter.check(limits, "c", 0))  # asks for a lease
+        await asyncio.sleep(0)  # sent; its reply not in yet
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+        await asyncio.sleep(0.01)
+        leases = redis_store._leases[id(asyncio.get_running_loop())]
+        assert [lease.member for lease in leases.open.values()] == ["c"]  # granted, and opened all the same
+        await asyncio.sleep(AFTER_LEASES)
+        assert await window(key) == (3, 0, 3)  # a, b, c (held: it may have reached the upstream); 3 slots returned
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_entries_of_a_version_without_leases_are_counted_and_a_refusal_leaves_no_key_without_expiry():
+    """Processes of a version without leases write one entry per request and no `_extra`: counted all the same.
+    A refused check writes nothing (no hash left without a time to live)."""
+    key = limit(rpm=3)
+    limits = [key]
+
+    async def scenario():
+        client = redis.asyncio.Redis.from_url(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+        seconds, micros = await client.time()
+        now_ms = seconds * 1000 + micros // 1000
+        await client.zadd(f"gateway:rl:{key.key}:log", {"old-1": now_ms - 10, "old-2": now_ms - 5})
+        await client.hset(f"gateway:rl:{key.key}:tokens", mapping={"old-1": 0, "old-2": 0, "_total": 0})
+        assert (await limiter.check(limits, "new-1", 0)).states[0].requests == 3
+        refused = await limiter.check(limits, "new-2", 0)
+        assert not refused.admitted and 0 < refused.retry_after_ms <= 60_000
+        other, workspace, refused_key = limit(rpm=5), limit(rpm=1, scope="workspace"), limit(rpm=5)
+        assert (await limiter.check([other, workspace], "w-1", 0)).admitted
+        assert not (await limiter.check([refused_key, workspace], "w-2", 0)).admitted  # a new key, refused
+        assert await client.exists(*(f"gateway:rl:{refused_key.key}:{part}" for part in ("log", "tokens"))) == 0
+        for scope in (key, other, workspace):
+            for part in ("log", "tokens"):
+                assert await client.pttl(f"gateway:rl:{scope.key}:{part}") > 0, (scope, part)
+        await client.aclose()
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_leases_off_checks_every_request_in_redis(sends, settings):
+    settings.GATEWAY_RATE_LIMIT_LEASE_MS = 0
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        decisions = [await limiter.check(limits, f"r{i}", 0) for i in range(10)]
+        assert all(d.admitted and not d.lease for d in decisions) and sends[0] == 10
+        assert await window(key) == (10, 0, 10)
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("value", ["-1", "1001", "fifty"])
+def test_a_lease_time_out_of_range_is_refused_at_start(value):
+    read = (
+        "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'gateway_project.settings');django.setup()"
+    )
+    env = {**os.environ, "DJANGO_SECRET_KEY": "x", "GATEWAY_RATE_LIMIT_LEASE_MS": value}
+    out = subprocess.run([sys.executable, "-c", read], cwd=BASE_DIR, env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "GATEWAY_RATE_LIMIT_LEASE_MS" in out.stderr
