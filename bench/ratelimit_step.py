@@ -30,14 +30,14 @@ django.setup()
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from ratelimits import limiter, redis_leases, redis_store  # noqa: E402
+from ratelimits import limiter, redis_store  # noqa: E402
 from ratelimits.limits import RateLimit, rate_limit_headers  # noqa: E402
 
 N = int(os.environ.get("N", "20000"))
 C = int(os.environ.get("C", "16"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 TOKENS = 400
-_ask = redis_leases.Leases.slots_to_ask
+LEASE_MS = settings.GATEWAY_RATE_LIMIT_LEASE_MS or 50
 
 
 def script_usec(client: redis.Redis) -> int:
@@ -59,7 +59,7 @@ async def step(limits: list[RateLimit]) -> None:
 
 
 async def run(mode: str) -> tuple[float, float]:
-    redis_leases.Leases.slots_to_ask = _ask if mode == "leases" else (lambda self, plan: 1)
+    settings.GATEWAY_RATE_LIMIT_LEASE_MS = LEASE_MS if mode == "leases" else 0
     suffix = uuid.uuid4().hex
     limits = [RateLimit("api-key", suffix, 10**9, 2 * 10**12), RateLimit("workspace", suffix, 10**9, 2 * 10**12)]
     if mode == "no limits":

@@ -436,12 +436,16 @@ async def finish_check(sent: SentCheck) -> Decision:
     keys, args = sent.keys, sent.args
     try:
         try:
-            # shielded: a caller cancelled meanwhile does not cancel the reply, whose lease (if one was granted) is
-            # opened and ended, and whose carried items are sent again if the script was not run
-            result = await asyncio.shield(sent.future)
-        except asyncio.CancelledError:
-            sent.abandon()
-            raise
+            if args[sent.plan.slots_index] > 1:
+                # it asks for a lease: shielded, so that a caller cancelled meanwhile does not cancel the reply (its
+                # lease, if granted, is opened and ended; its carried items are sent again if the script was not run)
+                try:
+                    result = await asyncio.shield(sent.future)
+                except asyncio.CancelledError:
+                    sent.abandon()
+                    raise
+            else:  # a caller cancelled meanwhile cancels the reply: its entry stays held (the safe side)
+                result = await sent.future
         except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
             if args[sent.plan.slots_index] != 1:  # no lease then: nothing would open it
                 args = (*args[: sent.plan.slots_index], 1, *args[sent.plan.slots_index + 1 :])
