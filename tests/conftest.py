@@ -4,7 +4,9 @@ running the ASGI application (uvicorn in a thread) for data-plane tests."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +30,26 @@ os.environ["GATEWAY_BYOK_ENCRYPTION_KEYS"] = TEST_ENCRYPTION_KEY  # for gateway 
 # The fake upstreams and receivers listen on 127.0.0.1: the SSRF guard allows private addresses in tests
 # (tests/security/test_ssrf.py turns it back on with the `settings` fixture).
 os.environ["GATEWAY_ALLOW_PRIVATE_URLS"] = "true"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory):
+    """On SQLite, the test database is a file (on tmpfs where there is one), as in production: WAL and the
+    busy timeout of settings.py apply, so the loopback server's threads, the accounting writer and the test
+    wait for each other's writes. Django's default, one in-memory database in shared-cache mode, answers
+    "database table is locked" at once to a reader of a table another connection is writing, which the
+    gateway rightly answers 503, and which no deployment can see."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        yield
+        return
+    shm = "/dev/shm"
+    folder = tempfile.mkdtemp(prefix="gateway-tests-", dir=shm if os.access(shm, os.W_OK) else None)
+    database.setdefault("TEST", {})["NAME"] = os.path.join(folder, "test.sqlite3")
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

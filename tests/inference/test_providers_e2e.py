@@ -71,7 +71,7 @@ def test_json_answer_through_each_adapter(provider_client, fake_upstream, api_fo
         assert seen.body["max_tokens"] == 99
     else:
         assert (seen.body["instructions"], seen.body["max_output_tokens"]) == ("Be brief.", 99)
-    wait_idle()  # accounting runs after the answer; SQLite's shared in-memory db locks a concurrent read
+    wait_idle()  # accounting runs after the answer
     (row,) = generations(1)
     assert (row.status, row.input_tokens, row.output_tokens, row.cached_tokens) == ("completed", 12, 7, 4)
     assert row.provider == f"fake-{api_format}" and row.upstream_id
@@ -93,7 +93,7 @@ def test_streamed_answer_through_each_adapter(provider_client, fake_upstream, ap
     assert fake_upstream.last.stream is True
     if api_format == "openai-chat":
         assert fake_upstream.last.body["stream_options"] == {"include_usage": True}
-    wait_idle()  # accounting runs after the answer; SQLite's shared in-memory db locks a concurrent read
+    wait_idle()  # accounting runs after the answer
     (row,) = generations(1)
     assert (row.status, row.streamed, row.output_tokens) == ("completed", True, 7)
 
@@ -116,7 +116,7 @@ def test_tool_call_through_each_adapter(provider_client, fake_upstream, api_form
     sent_tools = fake_upstream.last.body["tools"]
     names = [t.get("name") or t.get("function", {}).get("name") for t in sent_tools]
     assert names == ["get_weather"]
-    wait_idle()  # accounting runs after the answer; SQLite's shared in-memory db locks a concurrent read
+    wait_idle()  # accounting runs after the answer
     (row,) = generations(1)
     assert row.tool_calls == 1
 

@@ -12,7 +12,6 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.db import OperationalError, connection
 from django.test import Client
@@ -200,12 +199,9 @@ def test_generation_recorded_while_receiver_is_down_is_delivered_when_it_comes_b
         back.stop()
 
 
-@pytest.mark.skipif(
-    "postgresql" not in django_settings.DATABASES["default"]["ENGINE"],
-    reason="SKIP LOCKED row claiming needs PostgreSQL (the in-memory SQLite test database locks whole tables)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_never_deliver_a_row_twice(api, org, receiver):
+    """PostgreSQL: SKIP LOCKED; SQLite: a conditional update per row (observability/worker.py claim())."""
     webhook(api, receiver)
     generations = [record_generation(org) for _ in range(30)]
     workers = [make_worker(concurrency=4, batch_size=2), make_worker(concurrency=4, batch_size=2)]
