@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Added latency at one connection (wrk p50, or requests/s at CONN connections with METRIC=rps) of several
+# Added latency at one connection (wrk p50, or requests/s at CONN connections with METRIC=rps; in brackets the
+# gateway process's CPU time per request, user + system, every thread, during that measure) of several
 # gateway variants side by side: one worker per checkout, all up at once on core 1 (the upstream and wrk on
 # core 0), measured in turn, round after round, so that a drift of the shared machine hits every variant alike;
 # the order is rotated by one each round, so that no variant is always the one measured right after the upstream.
@@ -27,14 +28,14 @@ PY=$root/.venv/bin/python
 pids=(); cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; }; trap cleanup EXIT
 cd "$root"
 taskset -c 0 "$PY" bench/fake_upstream.py "$UPSTREAM_PORT" >/tmp/gateway-latency-ab-upstream.log 2>&1 & pids+=($!)
-declare -A PORT KEYS; port=$FIRST_PORT
+declare -A PORT KEYS GPID; port=$FIRST_PORT
 for variant in "$@"; do
   dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd); set_=${variant##*:}
   if [ -z "${PORT[$dir]:-}" ]; then
     (cd "$dir" && exec taskset -c 1 .venv/bin/python -m gateway_project.serve gateway_project.asgi:application \
       --host 127.0.0.1 --port "$port" --workers 1 --loop uvloop --http httptools --lifespan on --no-access-log \
       --log-level warning >"/tmp/gateway-latency-ab-$port.log" 2>&1) & pids+=($!)
-    PORT[$dir]=$port; port=$((port + 1))
+    PORT[$dir]=$port; GPID[$dir]=$!; port=$((port + 1))
   fi
   if [ -z "${KEYS[$set_]:-}" ]; then
     key=$("$PY" bench/prepare.py | tail -1)
@@ -45,11 +46,17 @@ done
 for p in "${PORT[@]}"; do for _ in $(seq 60); do curl -s -o /dev/null "http://127.0.0.1:$p/api/v1/responses" && break; sleep 0.5; done; done
 lua() { local f; f=$(mktemp --suffix .lua)
   printf 'wrk.method="POST"\nwrk.headers["Content-Type"]="application/json"\nwrk.headers["Authorization"]="Bearer %s"\nwrk.body=[[{"model":"bench/fake","input":"Say hello","stream":%s}]]\n' "$1" "$STREAM" >"$f"; echo "$f"; }
-measure() { # $1 url $2 lua $3 connections $4 seconds
-  taskset -c 0 wrk -t1 -c"$3" -d"$4s" -s "$2" --latency "$1" | awk -v m="$METRIC" '
+ticks() { # user + system clock ticks of process $1 (0 without one)
+  if [ -n "${1:-}" ]; then awk '{print $14 + $15}' "/proc/$1/stat"; else echo 0; fi; }
+measure() { # $1 url $2 lua $3 connections $4 seconds [$5 the gateway's pid: its CPU per request is printed too]
+  local before out; before=$(ticks "${5:-}")
+  out=$(taskset -c 0 wrk -t1 -c"$3" -d"$4s" -s "$2" --latency "$1")
+  echo "$out" | awk -v m="$METRIC" -v before="$before" -v after="$(ticks "${5:-}")" -v hz="$(getconf CLK_TCK)" \
+    -v pid="${5:-}" '
+    /requests in/ {n=$1}
     /Requests\/sec/ {rps=$2}
     /^ +50%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; p50=v}
-    END {print (m == "rps" ? rps : p50)}'; }
+    END {out = (m == "rps" ? rps : p50); if (pid != "" && n > 0) out = out " (" int((after - before) / hz * 1e6 / n) " us)"; print out}'; }
 up=$(lua sk-bench-upstream)
 for variant in "$@"; do dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd)
   measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" 2 >/dev/null; done
@@ -62,7 +69,8 @@ for round in $(seq "$ROUNDS"); do
   declare -A result=()
   for k in $(seq 0 $((n - 1))); do i=$(((k + round - 1) % n)); variant=${variants[$i]}
     dir=${variant%%:*}; dir=$(cd "${dir:-.}" && pwd)
-    result[$i]=$(measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" "$DUR")
+    result[$i]=$(measure "http://127.0.0.1:${PORT[$dir]}/api/v1/responses" "$(lua "${KEYS[${variant##*:}]}")" "$CONN" "$DUR" \
+      "${GPID[$dir]}")
   done
   for i in $(seq 0 $((n - 1))); do line="$line | ${variants[$i]} ${result[$i]}"; done
   echo "$line"

@@ -251,7 +251,9 @@ async def admitted(ctx: Context) -> None:
     ratelimits.middleware sends the rate-limit check and budgets.middleware the spend hold; each goes on with the
     chain while its reply travels (the hold's callable awaits the rate limit's first, so a 429 comes before a
     402). They are awaited before anything can reach the upstream or answer: by the upstream call itself
-    (inference.handler.call_with_fallback, before its first attempt; before the server-tool loop), by the
+    (inference.handler.call_with_fallback: an HTTP adapter's call awaits them once its request is built, right
+    before it is written; any other adapter's answer awaits them before it goes out; before the server-tool
+    loop), by the
     response cache before it answers from the cache, by the chain's innermost handler when it does not await
     them itself (inference.pipeline.runner.build_chain), and by AccountingMiddleware before it records the
     request (a request that failed before reaching that point is refused, not recorded, when a check refuses).

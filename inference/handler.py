@@ -135,6 +135,8 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
         if error.maybe_billed:  # a timeout after the send, a 2xx answer cut or unreadable: no fallback, its hold
             charge_unanswered(ctx, candidate, cred.is_byok)
         raise
+    if ctx.admission is not None:  # an adapter that did not await the gate of its call (not over HTTP)
+        await admitted(ctx)
     _settle(ctx, candidate, cred, "success")
     # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
     payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
@@ -163,6 +165,8 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             if error.maybe_billed:  # no first event in time after the send, a 2xx stream unreadable: its hold
                 charge_unanswered(ctx, candidate, cred.is_byok)
             raise
+        if ctx.admission is not None:  # an adapter that did not await the gate of its call (not over HTTP)
+            await admitted(ctx)
         _settle(ctx, candidate, cred, "success")
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
         writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
@@ -230,7 +234,7 @@ async def handle(ctx: Context) -> None:
     async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> None:
         await answer(ctx, responder, call, candidate, cred)
 
-    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt)
+    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt, gated=True)
     ctx.outcome.completed_at = datetime.now(UTC)
 
 
@@ -241,11 +245,15 @@ async def call_with_fallback(
     stream: bool,
     attempt: Callable[[UpstreamCall, Candidate, Credential], Awaitable[T]],
     committed: Callable[[], bool] | None = None,
+    gated: bool = False,
 ) -> T:
     """`attempt` on each candidate and credential in turn until one works; its result.
 
     A failure moves on while nothing was sent to the client (`committed()`, default: the first byte went
-    out); an authentication failure tries the candidate's next credential.
+    out); an authentication failure tries the candidate's next credential. The admission checks sent ahead
+    are awaited before the first attempt, or, with `gated`, by the attempt itself: the call carries them as
+    its `gate`, which an HTTP adapter awaits right before its request is written (so the request is built while
+    they travel) and `attempt` must await before it answers when the adapter did not.
     """
     errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
@@ -264,6 +272,14 @@ async def call_with_fallback(
             _attempt(ctx, candidate, "no_credentials")
             continue
         for cred in credentials:
+            gate = None
+            if ctx.admission is not None:
+                # The admission checks sent ahead (the spend hold, the rate-limit check) traveled while this call
+                # was prepared; nothing reaches an upstream before they pass (gateway_project.pipeline.admitted).
+                if gated:
+                    gate = functools.partial(admitted, ctx)
+                else:
+                    await admitted(ctx)
             call = UpstreamCall(
                 body=with_output_cap(sent, ctx, candidate),
                 upstream_model=candidate.upstream_model,
@@ -271,11 +287,8 @@ async def call_with_fallback(
                 credential=cred,
                 stream=stream,
                 timeouts=candidate_timeouts(timeouts, candidate.timeout_overrides),
+                gate=gate,
             )
-            if ctx.admission is not None:
-                # The admission checks sent ahead (the spend hold, the rate-limit check) traveled while this call
-                # was prepared; nothing reaches an upstream before they pass (gateway_project.pipeline.admitted).
-                await admitted(ctx)
             try:
                 return await attempt(call, candidate, cred)
             except ProviderError as error:

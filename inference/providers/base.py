@@ -17,7 +17,7 @@ Adapters are pure `build_request` / `parse_response` / stream-parser functions p
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -97,6 +97,10 @@ class UpstreamCall:
     stream: bool
     timeouts: Timeouts = field(default_factory=Timeouts)
     extra_headers: dict[str, str] = field(default_factory=dict)
+    # The admission checks sent ahead (gateway_project.pipeline.admitted), when the caller leaves them to the
+    # adapter: an HTTP adapter awaits them once its request is built, right before it is written (outside the
+    # upstream time limits); any other adapter leaves them to the caller, which awaits them before answering.
+    gate: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass(slots=True)

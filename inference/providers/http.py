@@ -40,7 +40,7 @@ import asyncio
 import atexit
 import contextlib
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import aiohttp
@@ -154,15 +154,24 @@ def too_large() -> ProviderError:
 # --- send ---------------------------------------------------------------------------------------------------
 
 
-async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream.Response:
+Gate = Callable[[], Awaitable[None]]
+
+
+async def _prepared(request: UpstreamRequest, gate: Gate | None) -> upstream.Prepared:
+    """`request` built whole, then `gate` awaited (UpstreamCall.gate: the admission checks sent ahead; what it
+    raises, a refusal, goes through as it is): the building overlaps their travel, and nothing is sent, no
+    connection taken and no upstream time limit running until they passed."""
     try:
-        body = orjson.dumps(request.json)
-        pool = upstream.get_pool()
-        response = await pool.post(
-            request.url, request.headers, body, timeouts.connect, max_response_bytes(), too_large
-        )
+        prepared = upstream.prepare(request.url, request.headers, orjson.dumps(request.json))
     except upstream.InvalidRequest as error:  # nothing was sent
         raise ProviderError(ProviderErrorKind.SERVER, f"invalid upstream request: {error}") from None
+    if gate is not None:
+        await gate()
+    return prepared
+
+
+async def _open(request: upstream.Prepared, timeouts: Timeouts) -> upstream.Response:
+    response = await upstream.get_pool().send(request, timeouts.connect, max_response_bytes(), too_large)
     if 300 <= response.status < 400:
         response.close()  # the redirect's body (and its target) stays unread
         raise ProviderError(
@@ -173,15 +182,17 @@ async def _open(request: UpstreamRequest, timeouts: Timeouts) -> upstream.Respon
     return response
 
 
-async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> Any:
+async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str, gate: Gate | None = None) -> Any:
     """POST `request` and return its parsed JSON answer; every failure is a ProviderError. One that the provider
     may have billed is marked `maybe_billed`: a timeout after the send, a 2xx answer whose body broke off or
-    grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it)."""
+    grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it).
+    `gate`: see `_prepared` (what it raises is not an upstream failure: it is not mapped)."""
+    prepared = await _prepared(request, gate)
     sent = answered = False
     response: upstream.Response | None = None
     try:
         async with asyncio.timeout(timeouts.total):
-            response = await _open(request, timeouts)
+            response = await _open(prepared, timeouts)
             sent = True
             answered = response.status < 300
             data = await response.read_all(too_large)
@@ -205,15 +216,19 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str) -
     return loads(data, "JSON body")
 
 
-async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) -> AsyncIterator[list[ServerSentEvent]]:
+async def post_sse(
+    request: UpstreamRequest, timeouts: Timeouts, secret: str, gate: Gate | None = None
+) -> AsyncIterator[list[ServerSentEvent]]:
     """POST `request` and yield the server-sent events of the answer, as the list of events of each read from
     the upstream connection (never empty); every failure is a ProviderError.
 
     Closing the iterator early (or cancelling its task) closes the upstream connection. As for `post_json`, a
     failure the provider may have billed is marked `maybe_billed`: a timeout after the send (no first event in
     time included: the provider may be generating), and a 2xx answer that broke off, grew past the size limit
-    or was not an event stream.
+    or was not an event stream. `gate`: see `_prepared` (what it raises is not an upstream failure: it is not
+    mapped).
     """
+    prepared = await _prepared(request, gate)
     response: upstream.Response | None = None
     deadline: EventDeadline | None = None
     answered = False
@@ -223,7 +238,7 @@ async def post_sse(request: UpstreamRequest, timeouts: Timeouts, secret: str) ->
     try:
         try:
             async with asyncio.timeout(timeouts.first_byte):
-                response = await _open(request, timeouts)
+                response = await _open(prepared, timeouts)
                 answered = response.status < 300
                 if response.status >= 400:
                     data = await response.read_all(too_large)
@@ -307,7 +322,7 @@ class HttpAdapter(Adapter):
 
     async def complete(self, call: UpstreamCall) -> CanonicalResult:
         secret = call.credential.api_key
-        data = await post_json(self.build_request(call), call.timeouts, secret)
+        data = await post_json(self.build_request(call), call.timeouts, secret, call.gate)
         try:
             return self.parse_response(data)
         except ProviderError as error:
@@ -322,7 +337,7 @@ class HttpAdapter(Adapter):
         yielded = False
         try:
             request = self.build_request(call)
-            async with contextlib.aclosing(post_sse(request, call.timeouts, secret)) as reads:
+            async with contextlib.aclosing(post_sse(request, call.timeouts, secret, call.gate)) as reads:
                 async for events in reads:
                     produced = done = False
                     for sse in events:

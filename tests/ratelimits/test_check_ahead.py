@@ -142,3 +142,67 @@ def test_a_refused_check_sent_ahead_reads_as_if_it_came_first(gateway_server, or
     assert Generation.objects.count() == 4 and not SpendReservation.objects.exists()
     # Once the window has room again the budget speaks: a 402 (checked here with a key of its own).
     assert workspace_counter(org).spent_usd == Decimal("0.016")
+
+
+@pytest.fixture
+def http_endpoint(transactional_db, fake_upstream, monkeypatch):
+    from inference.routing import clear_caches
+
+    clear_caches()
+    monkeypatch.setenv("FAKE_UPSTREAM_KEY", "sk-fake")
+    add_endpoint(
+        "fake/slow-first-byte-400",  # the answer starts 0.4 s after the request arrived (seen by the test)
+        "fake",
+        api_format="openai-responses",
+        base_url=fake_upstream.base_url,
+        api_key_env="FAKE_UPSTREAM_KEY",
+        prompt_price="0",
+        completion_price="0.001",
+    )
+    return fake_upstream
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_over_http_the_request_is_written_only_once_the_checks_passed(
+    gateway_server, org, http_endpoint, redis_proxy, stream
+):
+    """The upstream request is built while the checks travel and written once they passed; a refusal sends
+    nothing upstream."""
+    put_budget(org, 5)
+    ApiKey.objects.filter(hash=org.inference_hash).update(requests_per_minute=3)
+    bump_policy_version()
+    body = {"model": "fake/slow-first-byte-400", "input": "a b c", "max_output_tokens": 4, "stream": stream}
+
+    def post() -> httpx.Response:
+        return httpx.post(
+            f"{gateway_server.url}/api/v1/responses",
+            json=body,
+            headers={"Authorization": f"Bearer {org.inference_key}"},
+            timeout=30,
+        )
+
+    assert post().status_code == 200  # the key's window has room: the next check goes ahead
+    wait_idle()
+    redis_proxy.reply_delay = 1.0
+    answers: list[httpx.Response] = []
+    sent = time.monotonic()
+    thread = threading.Thread(target=lambda: answers.append(post()))
+    thread.start()
+    arrived_after = None
+    while thread.is_alive() and arrived_after is None:
+        if len(http_endpoint.requests) == 2:
+            arrived_after = time.monotonic() - sent
+        time.sleep(0.005)
+    thread.join()
+    redis_proxy.reply_delay = 0.0
+    assert answers[0].status_code == 200, answers[0].text
+    assert arrived_after is not None and arrived_after >= 1.0  # not before the check's reply came back
+    assert answers[0].headers["x-ratelimit-remaining-requests"] == "1"
+
+    assert post().status_code == 200
+    wait_idle()
+    refused = post()  # the window is full: refused, and nothing reached the upstream
+    assert refused.status_code == 429, refused.text
+    assert len(http_endpoint.requests) == 3
+    wait_idle()
+    assert Generation.objects.count() == 3 and not SpendReservation.objects.exists()

@@ -41,6 +41,7 @@ from inference.providers.upstream.errors import (
     UpstreamDisconnected,
 )
 from inference.providers.upstream.pool import UpstreamPool, close_pool, get_pool
+from inference.providers.upstream.request import Prepared, prepare
 from inference.providers.upstream.response import Headers, Response
 
 __all__ = [
@@ -48,10 +49,12 @@ __all__ = [
     "ConnectTimeout",
     "Headers",
     "InvalidRequest",
+    "Prepared",
     "Response",
     "ResponseCutShort",
     "UpstreamDisconnected",
     "UpstreamPool",
     "close_pool",
     "get_pool",
+    "prepare",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 import httptools
 
 from inference.providers.upstream.errors import ConnectFailed, ConnectTimeout, ResponseCutShort, UpstreamDisconnected
-from inference.providers.upstream.request import head, target
+from inference.providers.upstream.request import Prepared, prepare
 from inference.providers.upstream.response import Response
 
 MAX_HEAD_BYTES = 64 * 1024  # an answer's status line and headers larger than this: the connection is dropped
@@ -215,8 +215,13 @@ class UpstreamPool:
         too: it raises before it is inflated).
         `connect_timeout` bounds the wait for a free connection and the opening of a new one (ConnectTimeout:
         nothing was sent)."""
-        origin, path, host, credentials = target(url)
-        request_head = head(path, host, headers, len(body), credentials)
+        return await self.send(prepare(url, headers, body), connect_timeout, limit, too_large)
+
+    async def send(
+        self, request: Prepared, connect_timeout: float | None, limit: int = 0, too_large: Any = None
+    ) -> Response:
+        """`post` of a request built beforehand (`prepare`)."""
+        origin, request_head, body = request.origin, request.head, request.body
         connection = self._take_idle(origin) or await self._acquire(origin, connect_timeout)
         loop = self.loop
         response = Response(connection)

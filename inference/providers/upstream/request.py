@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
+from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
 from inference.providers.upstream.errors import ConnectFailed, InvalidRequest
@@ -76,3 +77,19 @@ def head(target: bytes, host: bytes, headers: dict[str, str], length: int, crede
         lines.append(b"Accept-Encoding: gzip, deflate\r\n")
     lines += [b"Content-Length: ", str(length).encode(), b"\r\n\r\n"]
     return b"".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A request ready to be written: its origin (the pool's key), its head and its body."""
+
+    origin: tuple[str, str, int]
+    head: bytes
+    body: bytes
+
+
+def prepare(url: str, headers: dict[str, str], body: bytes) -> Prepared:
+    """The request to `url` built whole (InvalidRequest as `target` and `head` raise it), nothing sent: a
+    caller can build it while it waits for something else, then hand it to `UpstreamPool.send`."""
+    origin, path, host, credentials = target(url)
+    return Prepared(origin, head(path, host, headers, len(body), credentials), body)

@@ -1,0 +1,108 @@
+"""The gate of an upstream call (UpstreamCall.gate: the admission checks sent ahead), as post_json and post_sse
+await it against loopback servers: the request is built first and written only once the gate passed, no
+connection is taken meanwhile, the wait is not the upstream's time, and what the gate raises goes through with
+nothing sent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from gateway_project.api.errors import GatewayError
+from inference.providers import upstream
+from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamRequest
+from inference.providers.http import close_session, post_json, post_sse
+from tests.inference.test_upstream_client import Server, fixed, ok, sse_answer
+
+
+@pytest.fixture(autouse=True)
+async def _fresh_pool():
+    await close_session()  # this test's event loop gets a pool of its own
+    yield
+    await close_session()
+
+
+def slow(data: bytes, seconds: float):
+    async def answer(request, writer, index):
+        await asyncio.sleep(seconds)
+        writer.write(data)
+        return True
+
+    return answer
+
+
+async def read_stream(url: str, timeouts: Timeouts, gate) -> list[str]:
+    seen = []
+    async with contextlib.aclosing(post_sse(UpstreamRequest(url, {}, {"a": 1}), timeouts, "sk", gate)) as reads:
+        async for events in reads:
+            seen.extend(event.data for event in events)
+            if seen[-1] == "[DONE]":
+                break
+    return seen
+
+
+async def test_the_request_is_written_once_the_gate_passed_and_no_connection_is_held_meanwhile():
+    async with Server(fixed(ok(b'{"a":1}'))) as server:
+        seen_during = []
+
+        async def gate():
+            await asyncio.sleep(0.1)
+            seen_during.append((len(server.requests), server.connections, upstream.get_pool().connections_open()))
+
+        data = await post_json(UpstreamRequest(server.url, {}, {"a": 1}), Timeouts(), "sk", gate)
+        assert data == {"a": 1}
+        assert seen_during == [(0, 0, 0)]
+        assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_the_wait_at_the_gate_is_not_the_upstreams_time(stream):
+    """A gate of 0.4 s before an upstream limit of 0.25 s: the call succeeds. The limit still runs from the write:
+    an upstream 0.35 s late after a gate of 0.1 s is a timeout (the limit did not restart or grow)."""
+    answer = sse_answer(b'data: {"a":1}\n\n', b"data: [DONE]\n\n") if stream else ok(b'{"a":1}')
+    timeouts = Timeouts(total=0.25, first_byte=0.25)
+
+    def gate_of(seconds: float):
+        async def gate():
+            await asyncio.sleep(seconds)
+
+        return gate
+
+    async def call(url: str, gate):
+        if stream:
+            return await read_stream(url, timeouts, gate)
+        return await post_json(UpstreamRequest(url, {}, {"a": 1}), timeouts, "sk", gate)
+
+    async with Server(fixed(answer)) as server:
+        assert await call(server.url, gate_of(0.4)) == (['{"a":1}', "[DONE]"] if stream else {"a": 1})
+    async with Server(slow(answer, 0.35)) as server:
+        with pytest.raises(ProviderError) as caught:
+            await call(server.url, gate_of(0.1))
+        assert caught.value.kind == ProviderErrorKind.TIMEOUT and caught.value.maybe_billed
+        assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(
+    "refusal",
+    [GatewayError(402, "Workspace budget exceeded"), ConnectionError("the checks' store"), TimeoutError()],
+    ids=["refused", "connection-error", "timeout"],
+)
+async def test_what_the_gate_raises_goes_through_as_it_is_and_nothing_is_sent(stream, refusal):
+    """Not mapped to an upstream failure (a ConnectionError or a TimeoutError of the checks is not the
+    provider's, which routing would try elsewhere or charge as maybe billed)."""
+
+    async def gate():
+        raise refusal
+
+    async with Server(fixed(ok(b"{}"))) as server:
+        with pytest.raises(type(refusal)) as caught:
+            if stream:
+                await read_stream(server.url, Timeouts(), gate)
+            else:
+                await post_json(UpstreamRequest(server.url, {}, {"a": 1}), Timeouts(), "sk", gate)
+        assert caught.value is refusal
+        await asyncio.sleep(0.05)
+        assert (server.connections, server.requests, upstream.get_pool().connections_open()) == (0, [], 0)
