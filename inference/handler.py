@@ -129,7 +129,8 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
     try:
         result = await get_adapter(candidate.api_format).complete(call)
     except asyncio.CancelledError:
-        charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
+        if not ctx.not_admitted:  # (gone while waiting at the call's gate: nothing was sent)
+            charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
         raise
     except ProviderError as error:
         if error.maybe_billed:  # a timeout after the send, a 2xx answer cut or unreadable: no fallback, its hold
@@ -159,7 +160,8 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
         try:
             event = await events.__anext__()  # a failure here can still fall back
         except asyncio.CancelledError:
-            charge_unanswered(ctx, candidate, cred.is_byok)
+            if not ctx.not_admitted:  # (gone while waiting at the call's gate: nothing was sent)
+                charge_unanswered(ctx, candidate, cred.is_byok)
             raise
         except ProviderError as error:
             if error.maybe_billed:  # no first event in time after the send, a 2xx stream unreadable: its hold

@@ -157,14 +157,17 @@ def too_large() -> ProviderError:
 Gate = Callable[[], Awaitable[None]]
 
 
-async def _prepared(request: UpstreamRequest, gate: Gate | None) -> upstream.Prepared:
+async def _prepared(request: UpstreamRequest, gate: Gate | None, secret: str) -> upstream.Prepared:
     """`request` built whole, then `gate` awaited (UpstreamCall.gate: the admission checks sent ahead; what it
     raises, a refusal, goes through as it is): the building overlaps their travel, and nothing is sent, no
-    connection taken and no upstream time limit running until they passed."""
+    connection taken and no upstream time limit running until they passed. A request that cannot be built is
+    a ProviderError, not billed (nothing was sent)."""
     try:
         prepared = upstream.prepare(request.url, request.headers, orjson.dumps(request.json))
-    except upstream.InvalidRequest as error:  # nothing was sent
+    except upstream.InvalidRequest as error:
         raise ProviderError(ProviderErrorKind.SERVER, f"invalid upstream request: {error}") from None
+    except upstream.ConnectFailed as error:  # a URL the client cannot use (scheme, host, port)
+        raise error_for_exception(error, secret) from None
     if gate is not None:
         await gate()
     return prepared
@@ -187,7 +190,7 @@ async def post_json(request: UpstreamRequest, timeouts: Timeouts, secret: str, g
     may have billed is marked `maybe_billed`: a timeout after the send, a 2xx answer whose body broke off or
     grew past the size limit (it generated the answer), an upstream 524 (its edge gave up waiting for it).
     `gate`: see `_prepared` (what it raises is not an upstream failure: it is not mapped)."""
-    prepared = await _prepared(request, gate)
+    prepared = await _prepared(request, gate, secret)
     sent = answered = False
     response: upstream.Response | None = None
     try:
@@ -228,7 +231,7 @@ async def post_sse(
     or was not an event stream. `gate`: see `_prepared` (what it raises is not an upstream failure: it is not
     mapped).
     """
-    prepared = await _prepared(request, gate)
+    prepared = await _prepared(request, gate, secret)
     response: upstream.Response | None = None
     deadline: EventDeadline | None = None
     answered = False

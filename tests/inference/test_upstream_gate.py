@@ -1,19 +1,26 @@
 """The gate of an upstream call (UpstreamCall.gate: the admission checks sent ahead), as post_json and post_sse
 await it against loopback servers: the request is built first and written only once the gate passed, no
-connection is taken meanwhile, the wait is not the upstream's time, and what the gate raises goes through with
-nothing sent."""
+connection is taken meanwhile, the wait is not the upstream's time, what the gate raises goes through with
+nothing sent, a request that cannot be built is still a provider failure, and a client gone while its request
+waits at the gate is not charged as if the request had been sent."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 
 import pytest
 
 from gateway_project.api.errors import GatewayError
+from gateway_project.pipeline import Credential, admitted
+from inference import handler
 from inference.providers import upstream
-from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamRequest
+from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall, UpstreamRequest
 from inference.providers.http import close_session, post_json, post_sse
+from ratelimits.middleware import _actual_tokens
+from tests.budgets.conftest import candidate, make_ctx
 from tests.inference.test_upstream_client import Server, fixed, ok, sse_answer
 
 
@@ -106,3 +113,52 @@ async def test_what_the_gate_raises_goes_through_as_it_is_and_nothing_is_sent(st
         assert caught.value is refusal
         await asyncio.sleep(0.05)
         assert (server.connections, server.requests, upstream.get_pool().connections_open()) == (0, [], 0)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/v1/chat/completions", "ftp://example.com/v1", "http://example.com:99999/v1"],
+    ids=["no-base", "ftp", "port"],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_request_that_cannot_be_built_is_a_provider_failure_not_billed(url, stream):
+    """Routing moves on to the next candidate (a catalog row with an unusable base URL is not a 500)."""
+    with pytest.raises(ProviderError, match="cannot connect to upstream") as caught:
+        if stream:
+            await read_stream(url, Timeouts(), None)
+        else:
+            await post_json(UpstreamRequest(url, {}, {}), Timeouts(), "sk")
+    assert not caught.value.maybe_billed
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_client_gone_while_its_request_waits_at_the_gate_is_not_charged(stream):
+    """Nothing was sent: no candidate, usage or cost on the outcome (so the rate limit settles 0 tokens), the
+    request not admitted (not recorded, its hold released by BudgetMiddleware)."""
+    async with Server(fixed(ok(b"{}"))) as server:
+        served_by = dataclasses.replace(
+            candidate(), api_format="openai-chat", base_url=f"http://127.0.0.1:{server.port}"
+        )
+        ctx = make_ctx(None, candidates=[served_by])
+        never = asyncio.Event()
+
+        async def admission():
+            await never.wait()  # the spend hold's reply still on its way
+
+        ctx.admission = admission
+        call = UpstreamCall(
+            body={"input": "hi"},
+            upstream_model="m",
+            base_url=served_by.base_url,
+            credential=Credential("sk"),
+            stream=stream,
+            gate=functools.partial(admitted, ctx),
+        )
+        answer = handler._answer_stream if stream else handler._answer_json
+        task = asyncio.ensure_future(answer(ctx, None, call, served_by, Credential("sk")))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert server.requests == [] and ctx.not_admitted
+        assert (ctx.outcome.candidate, ctx.outcome.cost, _actual_tokens(ctx, 5000)) == (None, 0, 0)
