@@ -124,7 +124,10 @@ async def _release_when_reserved(task: asyncio.Future) -> None:
     hold is taken, release it at once."""
     try:
         hold = await task
-    except Exception:  # refused or failed: nothing is held
+    except Exception as exc:  # refused or failed: nothing is held
+        # Its traceback holds the frames that awaited the task (this one among them), which hold the task that
+        # holds the error: dropped, so the request is freed without the cyclic collector.
+        exc.__traceback__ = None
         return
     await asyncio.shield(_settle(hold=hold, cost_units=0, is_byok=False))
 

@@ -7,7 +7,10 @@ cost, most of it in full collections of ~70 ms each. `tune()` runs once the appl
 imports the data plane's hot modules, collects once, moves every object alive then to the permanent
 generation (`gc.freeze()`: never examined again, and pages shared with forked workers stay shared), and sets
 the collection thresholds from `GATEWAY_GC_THRESHOLDS` (default `20000,20,20`; `700,10,10` is Python's).
-Reference cycles are still collected: only how often the collector looks changes.
+Reference cycles are still collected: only how often the collector looks changes. A request leaves none
+(tests/inference/test_reference_cycles.py): its objects are freed by reference counting when it ends, so the
+young collections find nothing to free and the older ones, which walk every object that survived and pause
+every request in flight while they do, hardly ever come (bench/gc_cost.sh measures both).
 """
 
 from __future__ import annotations

@@ -267,7 +267,7 @@ async def call_with_fallback(
                 sent = shape(body, candidate)
             except ProviderError as error:  # a plugin cannot serve this candidate (a file it cannot read, ...)
                 _attempt(ctx, candidate, "skipped_by_plugin")
-                errors.append((candidate, error))
+                errors.append((candidate, error.with_traceback(None)))
                 continue
         credentials = await credentials_for(ctx, candidate)
         if not credentials:
@@ -297,7 +297,8 @@ async def call_with_fallback(
                 if committed() if committed is not None else ctx.outcome.first_byte_sent:
                     raise
                 _attempt(ctx, candidate, error.kind.value)
-                errors.append((candidate, error))
+                # Kept for its kind and message only; its traceback holds this frame, which holds `errors`.
+                errors.append((candidate, error.with_traceback(None)))
                 if error.kind == ProviderErrorKind.AUTH:
                     continue
                 if not error.retryable and not error.endpoint_specific:

@@ -111,6 +111,9 @@ def measured(app, route: str):
                 await _finish(finished, (state["at"] or time.perf_counter()) - started)
             finally:
                 active.count -= 1
+                # The Context reaches this closure (its responder sends through observing_send, whose cell holds
+                # `finished`): cut the cycle so the request's objects are freed now, not by the cyclic collector.
+                finished.ctx = None
 
     return measured_app
 
