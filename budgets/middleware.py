@@ -124,10 +124,13 @@ async def _release_when_reserved(task: asyncio.Future) -> None:
     hold is taken, release it at once."""
     try:
         hold = await task
-    except Exception as exc:  # refused or failed: nothing is held
+    except LimitExceeded as refusal:  # refused: nothing is held
         # Its traceback holds the frames that awaited the task (this one among them), which hold the task that
-        # holds the error: dropped, so the request is freed without the cyclic collector.
-        exc.__traceback__ = None
+        # holds the refusal: dropped (the 402 carries what it says), so the request is freed without the cyclic
+        # collector. A failure of the hold keeps its traceback: it may be on its way to the error log.
+        refusal.__traceback__ = None
+        return
+    except Exception:  # failed: nothing is held
         return
     await asyncio.shield(_settle(hold=hold, cost_units=0, is_byok=False))
 
