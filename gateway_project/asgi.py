@@ -11,6 +11,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway_project.settings")
 django_asgi_app = get_asgi_application()
 
+from gateway_project import request_connections  # noqa: E402
+
+# A management request's connection is closed when it ends: its thread ends with it (request_connections.py).
+request_connections.connect()
+
 from django.core import checks  # noqa: E402
 from django.core.management.base import SystemCheckError  # noqa: E402
 
