@@ -83,12 +83,12 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
     lease is asked for waits for its reply (ratelimits/redis_leases.py). The database check runs to its end in a
     task of its own if the caller is cancelled meanwhile."""
     if redis_health.usable():
-        for _ in range(LEASE_WAITS):
+        for waits in range(LEASE_WAITS + 1):
             decision = redis_store.admit_from_lease(limits, tokens)
             if decision is not None:
                 return decision
             asked = redis_store.lease_asked(limits)
-            if asked is None:
+            if asked is None or waits == LEASE_WAITS:  # a slot is tried after the last wait too
                 break
             # wait for the reply of the lease this process asked (not cancelled with this caller), then take a slot
             await asyncio.wait((asked,))
@@ -206,11 +206,12 @@ def _settle_in_task(decision: Decision, limits: list[RateLimit], request_id: str
 
 
 def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task | None:
-    """`settle` without waiting for it. In Redis: nothing when the request used what it held, else carried by
+    """`settle` without waiting for it. In Redis: nothing when the request used what it held, in its lease when it
+    was admitted from a lease still open in this process (ratelimits/redis_leases.py), else carried by
     this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
     the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
     if decision.store == "redis":
-        if tokens == decision.tokens:
+        if tokens == decision.tokens or redis_store.settle_in_lease(limits, tokens, decision):
             return None
 
         def failed(error: Exception) -> None:

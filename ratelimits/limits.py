@@ -59,7 +59,7 @@ def limits_of(principal: Principal) -> list[RateLimit]:
     return limits
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ScopeState:
     """A scope's window after the check: requests and tokens in it, and when its oldest entry leaves it."""
 
@@ -83,48 +83,61 @@ class Decision:
     lease: str = ""  # admitted from a Redis lease: the lease's member that holds its tokens (settled by difference)
 
 
-def format_reset(ms: int) -> str:
-    """A duration as OpenAI writes its reset headers: `850ms`, `12s`, `1m0s`."""
-    ms = max(int(ms), 0)
+def format_reset(ms: int) -> bytes:
+    """A duration as OpenAI writes its reset headers: `850ms`, `12s`, `59.91s`, `1m0s`, `1m1.5s`."""
+    ms = int(ms)
     if ms < 1000:
-        return f"{ms}ms"
-    seconds = ms / 1000
+        return b"%dms" % max(ms, 0)
+    seconds, fraction = divmod(ms, 1000)
     if seconds < 60:
-        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
-    minutes, rest = divmod(seconds, 60)
-    return f"{int(minutes)}m" + (f"{rest:.3f}".rstrip("0").rstrip(".") or "0") + "s"
+        return (b"%d.%03d" % (seconds, fraction)).rstrip(b"0").rstrip(b".") + b"s"
+    minutes, seconds = divmod(seconds, 60)
+    return (b"%dm%d.%03d" % (minutes, seconds, fraction)).rstrip(b"0").rstrip(b".") + b"s"
 
 
-_HEADER_NAMES = {
-    dimension: tuple(f"x-ratelimit-{name}-{dimension}".encode() for name in ("limit", "remaining", "reset"))
-    for dimension in ("requests", "tokens")
-}
-
-
-def _tightest(states: list[ScopeState], dimension: str) -> tuple[int, int, int] | None:
-    """(limit, remaining, reset ms) of the scope with the least remaining in `dimension`, or None."""
-    best = None
-    for state in states:
-        limit = state.limit.requests_per_minute if dimension == "requests" else state.limit.tokens_per_minute
-        if not limit:
-            continue
-        used = state.requests if dimension == "requests" else state.tokens
-        candidate = (limit, max(limit - used, 0), state.reset_ms)
-        if best is None or candidate[1] < best[1]:
-            best = candidate
-    return best
+_LIMIT_REQUESTS, _REMAINING_REQUESTS, _RESET_REQUESTS = (
+    f"x-ratelimit-{name}-requests".encode() for name in ("limit", "remaining", "reset")
+)
+_LIMIT_TOKENS, _REMAINING_TOKENS, _RESET_TOKENS = (
+    f"x-ratelimit-{name}-tokens".encode() for name in ("limit", "remaining", "reset")
+)
 
 
 def rate_limit_headers(decision: Decision) -> list[tuple[bytes, bytes]]:
-    """`x-ratelimit-{limit,remaining,reset}-{requests,tokens}` of the tightest scope of each dimension."""
+    """`x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, each dimension's from the scope with the least
+    remaining in it (the first of those with as little), for the dimensions some scope limits.
+
+    Runs for every request of a rate-limited key: one pass over the scopes, the values formatted as bytes."""
+    requests = tokens = None  # (remaining, limit, reset ms) of the tightest scope so far
+    for state in decision.states:
+        limit = state.limit
+        per_minute = limit.requests_per_minute
+        if per_minute:
+            remaining = per_minute - state.requests
+            if remaining < 0:
+                remaining = 0
+            if requests is None or remaining < requests[0]:
+                requests = (remaining, per_minute, state.reset_ms)
+        per_minute = limit.tokens_per_minute
+        if per_minute:
+            remaining = per_minute - state.tokens
+            if remaining < 0:
+                remaining = 0
+            if tokens is None or remaining < tokens[0]:
+                tokens = (remaining, per_minute, state.reset_ms)
     headers = []
-    for dimension in ("requests", "tokens"):
-        tightest = _tightest(decision.states, dimension)
-        if tightest is None:
-            continue
-        limit, remaining, reset_ms = tightest
-        names = _HEADER_NAMES[dimension]
-        headers.append((names[0], b"%d" % limit))
-        headers.append((names[1], b"%d" % remaining))
-        headers.append((names[2], format_reset(reset_ms).encode()))
+    if requests is not None:
+        remaining, per_minute, reset_ms = requests
+        headers += (
+            (_LIMIT_REQUESTS, b"%d" % per_minute),
+            (_REMAINING_REQUESTS, b"%d" % remaining),
+            (_RESET_REQUESTS, format_reset(reset_ms)),
+        )
+    if tokens is not None:
+        remaining, per_minute, reset_ms = tokens
+        headers += (
+            (_LIMIT_TOKENS, b"%d" % per_minute),
+            (_REMAINING_TOKENS, b"%d" % remaining),
+            (_RESET_TOKENS, format_reset(reset_ms)),
+        )
     return headers

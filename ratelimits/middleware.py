@@ -43,6 +43,12 @@ def _actual_tokens(ctx: Context, held: int) -> int:
     return held
 
 
+def _settle_soon(ctx: Context, limits, decision: Decision, held: int) -> asyncio.Task | None:
+    """Settle the request's tokens: in Redis queued, not awaited (None); in the database a task (group-committed)
+    for the caller to await, shielded."""
+    return limiter.settle_soon(decision, limits, ctx.request_id, _actual_tokens(ctx, held))
+
+
 def rate_limit_error(decision: Decision) -> GatewayError:
     """429 naming the limit, with Retry-After (whole seconds, rounded up)."""
     limit = decision.refused
@@ -105,7 +111,8 @@ class RateLimitMiddleware:
     the hold's) where the request is about to reach the upstream or to answer (gateway_project.pipeline.admitted:
     the upstream call, the response cache, AccountingMiddleware). A refusal then reads as if the check had come
     first: any error raised meanwhile (a 402 of the budget hold) gives way to the 429, the hold is released, and
-    no Generation is recorded."""
+    no Generation is recorded. A request admitted from a lease of this process (ratelimits/redis_leases.py) is
+    decided at once, as one whose check was awaited."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -118,12 +125,20 @@ class RateLimitMiddleware:
         with_tokens = any(limit.tokens_per_minute for limit in limits)
         tokens = await _token_bound(ctx) if with_tokens else 0
         pending = limiter.start(limits, ctx.request_id, tokens)
-        if pending is None:
-            decision = await limiter.check(limits, ctx.request_id, tokens)
+        if pending is None or pending.decision is not None:  # awaited first, or decided already (a lease's slot)
+            decision = await limiter.check(limits, ctx.request_id, tokens) if pending is None else pending.decision
             _show(ctx, decision)
             if not decision.admitted:
                 raise rate_limit_error(decision)
-            await self._run(ctx, limits, decision, tokens, with_tokens)
+            if not with_tokens:
+                await self.get_response(ctx)
+                return
+            try:
+                await self.get_response(ctx)
+            finally:
+                settling = _settle_soon(ctx, limits, decision, tokens)
+                if settling is not None:
+                    await asyncio.shield(settling)
             return
         admission = _Admission(ctx, pending)
         ctx.admission = admission
@@ -146,20 +161,6 @@ class RateLimitMiddleware:
         finally:
             decision = admission.decision
             if with_tokens and decision is not None and decision.admitted:
-                await self._settle(ctx, limits, decision, tokens)
-
-    async def _run(self, ctx: Context, limits, decision: Decision, tokens: int, with_tokens: bool) -> None:
-        if not with_tokens:
-            await self.get_response(ctx)
-            return
-        try:
-            await self.get_response(ctx)
-        finally:
-            await self._settle(ctx, limits, decision, tokens)
-
-    @staticmethod
-    async def _settle(ctx: Context, limits, decision: Decision, tokens: int) -> None:
-        # Redis: queued, not awaited. Database: a task (group-committed), awaited but shielded, as before.
-        settling = limiter.settle_soon(decision, limits, ctx.request_id, _actual_tokens(ctx, tokens))
-        if settling is not None:
-            await asyncio.shield(settling)
+                settling = _settle_soon(ctx, limits, decision, tokens)
+                if settling is not None:
+                    await asyncio.shield(settling)

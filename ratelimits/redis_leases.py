@@ -9,7 +9,9 @@ always). A granted lease is one entry in each scope's log, stamped that long ahe
 its slots in the scope's request count and holding slots x the request's tokens. For that long the process
 admits the key's requests from the lease without asking Redis (each takes a slot and its tokens); then, or
 when its slots are used up, the lease ends: its unused slots and tokens are taken off its entry (carried by the
-process's next check, like settlements), and its requests' settlements adjust its tokens.
+process's next check, like settlements), and its requests' settlements adjust its tokens: those that end while it
+is open in this process (no Redis item: the tokens they did not use are returned with the lease's end, and its
+next requests may take them meanwhile), those that end after it as items carried like other settlements.
 
 Why no interval admits more than the limit: every request admitted from a lease is counted (in its entry's
 weight) from before its admission until at least a window after it (the entry is stamped at the lease's end,
@@ -96,6 +98,16 @@ class Leases:
         if lease.used == lease.slots:
             self.end(lease)
         return decision
+
+    def settle(self, plan, member: str, change: int) -> bool:
+        """A request admitted from the plan's lease `member` ended, using `change` tokens more (negative: fewer)
+        than it held: while that lease is open, its held tokens change here (returned to Redis with its end, or
+        taken by its next requests) and True; False when it has ended (queue the settlement for Redis)."""
+        lease = self.open.get(id(plan))
+        if lease is None or lease.member != member:
+            return False
+        lease.held += change
+        return True
 
     def slots_to_ask(self, plan, lease_ms: int) -> int:
         """1, or a lease's slots when the plan's last check was sent less than `lease_ms` ago and no lease of it is

@@ -345,6 +345,15 @@ async def settle(limits: list[RateLimit], request_id: str, tokens: int, decision
     await send_item(*_settlement(limits, request_id, tokens, decision))
 
 
+def settle_in_lease(limits: list[RateLimit], tokens: int, decision: Decision) -> bool:
+    """Settle a request admitted from a lease that is still open in this process, in the lease (nothing sent:
+    ratelimits/redis_leases.py); False when the request had no lease or its lease has ended."""
+    leases = _leases.get(id(asyncio.get_running_loop()))
+    if leases is None or not decision.lease:
+        return False
+    return leases.settle(_plan(limits), decision.lease, tokens - decision.tokens)
+
+
 def settle_later(
     limits: list[RateLimit], request_id: str, tokens: int, decision: Decision, on_error: Callable[[Exception], None]
 ) -> bool:

@@ -195,6 +195,60 @@ def test_requests_arriving_while_a_lease_is_asked_for_wait_for_it_rather_than_as
     asyncio.run(scenario())
 
 
+def test_requests_that_end_while_their_lease_is_open_settle_in_it_and_free_its_tokens(sends):
+    key = limit(rpm=10_000, tpm=10**7)
+    limits = [key]
+
+    async def scenario():
+        loop_id = id(asyncio.get_running_loop())
+        await limiter.check(limits, "a", 0)  # opens the connection
+        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        first = await limiter.check(limits, "c", 10)  # asks a lease: FIRST_SLOTS x 10 tokens
+        second = await limiter.check(limits, "d", 10)  # a slot of it
+        assert (first.lease, second.lease) == ("c", "c")
+        before = sends[0]
+        assert limiter.settle_soon(first, limits, "c", 3) is None
+        assert limiter.settle_soon(second, limits, "d", 0) is None
+        assert not redis_store._unsettled[loop_id].items  # nothing queued for Redis: settled in the open lease
+        # 40 tokens leased, 3 used: a request of 30 fits in it (without the settlements it would not: 20 + 30)
+        third = await limiter.check(limits, "e", 30)
+        assert third.lease == "c" and sends[0] == before
+        assert third.states[0].tokens == 3 + 30  # the window as this process knows it
+        await asyncio.sleep(AFTER_LEASES)
+        # the lease's end returned its unused slot and the tokens its requests did not use, in one item
+        assert await window(key) == (3, 33, 5)  # a, b and the lease (c, d, e); 3 + 0 + 30 tokens held
+        # a request of the lease that ends after it settles through Redis, as any other
+        assert limiter.settle_soon(third, limits, "e", 5) is None
+        assert redis_store._unsettled[loop_id].items
+        await asyncio.sleep(AFTER_LEASES)
+        assert await window(key) == (3, 8, 5)
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
+def test_a_request_takes_a_slot_of_the_lease_it_waited_for_last(sends, monkeypatch):
+    """After its last wait (LEASE_WAITS) a request still takes a slot of the lease it waited for, rather than
+    being checked in Redis on its own while that lease stays open with its slots unused."""
+    monkeypatch.setattr(limiter, "LEASE_WAITS", 1)
+    monkeypatch.setattr(redis_leases, "FIRST_SLOTS", 8)
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        await limiter.check(limits, "a", 0)  # opens the connection
+        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        before = sends[0]
+        decisions = await asyncio.gather(*(limiter.check(limits, f"c{i}", 0) for i in range(8)))
+        assert [d.lease for d in decisions] == ["c0"] * 8  # one lease of 8 slots, each waiter took one
+        assert sends[0] - before == 1
+        await asyncio.sleep(AFTER_LEASES)
+        assert (await window(key))[2] == 10
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
 def test_a_request_cancelled_while_its_lease_is_on_the_way_leaves_the_lease_to_end_as_any_other():
     key = limit(rpm=10_000)
     limits = [key]
