@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs ../shared/bench/compare.sh (the gateway vs LiteLLM's proxy, same fake upstream on port 9100, wrk)
 # against this project's gateway: prepares the database (bench/prepare.py, catalog row bench/fake ->
-# http://127.0.0.1:9100/v1), starts uvicorn (one worker, uvloop + httptools) pinned to core 1 with the
-# default middleware chain, runs the comparison and stops the gateway.
+# http://127.0.0.1:9100/v1), starts the gateway as in production (`python -m gateway_project.serve`: uvicorn with
+# the gateway's HTTP protocol, one worker, uvloop + httptools, lifespan on) pinned to core 1 with the default
+# middleware chain, runs the comparison and stops the gateway.
 #   BENCH_DATABASE_URL / BENCH_REDIS_URL as for bench/run.sh; COMPARE=path/to/compare.sh to override.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,8 +22,8 @@ case $DATABASE_URL in sqlite:////tmp/gateway-compare.sqlite3) rm -f /tmp/gateway
 KEY=$(.venv/bin/python bench/prepare.py | tail -1)
 # Every policy on by default (guardrail with all detectors, workspace budget, key limit): BENCH_POLICIES=0 skips it.
 if [ "${BENCH_POLICIES:-1}" = 1 ]; then "$root/.venv/bin/python" bench/policies.py "$KEY" >/dev/null; fi
-taskset -c 1 .venv/bin/uvicorn gateway_project.asgi:application --host 127.0.0.1 --port "$GATEWAY_PORT" \
-  --workers 1 --loop uvloop --http httptools --lifespan off --no-access-log --log-level warning \
+taskset -c 1 .venv/bin/python -m gateway_project.serve gateway_project.asgi:application --host 127.0.0.1 \
+  --port "$GATEWAY_PORT" --workers 1 --loop uvloop --http httptools --lifespan on --no-access-log --log-level warning \
   >/tmp/gateway-compare-gateway.log 2>&1 &
 gateway=$!
 # The shared script's cleanup stops LiteLLM's launcher subshell, not LiteLLM itself: stop that too.

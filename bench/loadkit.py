@@ -27,7 +27,6 @@ import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = os.environ.get("PY", str(ROOT / ".venv" / "bin" / "python"))
-UVICORN = str(Path(PY).parent / "uvicorn")
 
 
 def free_port() -> int:
@@ -97,7 +96,10 @@ class Stack:
 
     def start_gateway(self) -> None:
         log = open(Path(self.tmpdir) / "gateway.log", "w")  # noqa: SIM115
-        args = [UVICORN, "gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(self.port)]
+        # The production command line (gateway_project.serve: uvicorn with the gateway's HTTP protocol, proxy headers
+        # off unless configured), as bench/run.sh and bench/report.py start it.
+        args = [PY, "-m", "gateway_project.serve", "gateway_project.asgi:application"]
+        args += ["--host", "127.0.0.1", "--port", str(self.port)]
         args += ["--loop", "uvloop", "--http", "httptools", "--lifespan", "on", "--no-access-log"]
         args += ["--log-level", "warning", "--no-server-header", *self.uvicorn_args]
         self.gateway = subprocess.Popen(

@@ -1,0 +1,191 @@
+"""Instructions per request of the gateway worker, counted by Valgrind's callgrind: a figure this shared machine's
+noise does not move (requests/s and CPU time moved by 20-40 % between runs of the same code here).
+
+    BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench BENCH_REDIS_URL=redis://127.0.0.1:6379/1 \\
+      .venv/bin/python bench/instructions.py gb gbr            # N=400 C=16 ROUNDS=3 STREAM=false
+
+Each argument is a policy set of bench/policies.py (letters g guardrail, b budget and key limit, r rate limits;
+"none": no policy), each with its own key in one database. One gateway worker (`python -m
+gateway_project.serve`, the production command line) runs under `valgrind --tool=callgrind` with
+instrumentation on once it serves; the fake upstream runs natively. Per round and policy set: WARM requests, the
+counters zeroed PAUSE seconds (2) after the last answer (the after-response work lands before), N requests at C
+connections (aiohttp, kept alive, every answer read to its end and checked to be a 200), the counters dumped
+PAUSE seconds later; the figure is the instructions of the whole process (every thread) in that dump over N.
+Sets are measured in turn, round after round, the order rotated by one each round. In brackets: the figure less
+what the worker runs idle (timers, pollers; counted for 10 s at the start) over the measure's duration.
+
+What it counts and what it does not: user-space instructions of the worker (Python, the C extensions, libc),
+not the kernel's work for its system calls, nor the database's, Redis's or the upstream's. Under callgrind the
+worker runs about 50-100 times slower while PostgreSQL, Redis and the upstream do not, so anything timed
+(rate-limit leases of GATEWAY_RATE_LIMIT_LEASE_MS, batching windows) sees fewer requests per interval than at
+full speed; the environment is passed to the worker, so such settings can be scaled for a run. Needs valgrind
+(Debian: `apt-get install valgrind`). Dumps are kept in /tmp/gateway-instructions/ (`callgrind_annotate
+--inclusive=yes <dump>` shows where the instructions went).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loadkit import PY, ROOT, free_port, wait_http
+
+N = int(os.environ.get("N", "400"))
+C = int(os.environ.get("C", "16"))
+WARM = int(os.environ.get("WARM", "100"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+PAUSE = float(os.environ.get("PAUSE", "2"))  # before zeroing and before dumping: the after-response work lands
+STREAM = os.environ.get("STREAM", "false") == "true"
+OUT = Path("/tmp/gateway-instructions")
+
+
+def environment(upstream_port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{OUT}/gateway.sqlite3",
+        REDIS_URL=os.environ.get("BENCH_REDIS_URL", ""),
+        UPSTREAM_PORT=str(upstream_port),
+        BENCH_API_FORMAT="openai-responses",
+        BENCH_KEY="sk-bench-upstream",
+        DJANGO_DEBUG="false",
+        DJANGO_SECRET_KEY="bench-only-secret-key-0123456789abcdefghijklmnop",
+        GATEWAY_LOG_LEVEL="WARNING",
+    )
+    if not env.get("GATEWAY_BYOK_ENCRYPTION_KEYS"):
+        from cryptography.fernet import Fernet
+
+        env["GATEWAY_BYOK_ENCRYPTION_KEYS"] = Fernet.generate_key().decode()
+    return env
+
+
+def key_for(policy_set: str, env: dict[str, str]) -> str:
+    run = dict(capture_output=True, text=True, check=True, cwd=ROOT)
+    key = subprocess.run([PY, "bench/prepare.py"], env=env, **run).stdout.strip().splitlines()[-1]
+    if policy_set != "none":
+        subprocess.run([PY, "bench/policies.py", key], env={**env, "BENCH_POLICY_SET": policy_set}, **run)
+    return key
+
+
+async def drive(url: str, key: str, count: int) -> None:
+    """`count` requests at C connections; each answer read to its end; any status but 200 stops the run."""
+    body = {"model": "bench/fake", "input": "Say hello", "stream": STREAM}
+    headers = {"Authorization": f"Bearer {key}"}
+    left = count
+    connector = aiohttp.TCPConnector(limit=C)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+
+        async def one_connection() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                async with session.post(url, json=body, headers=headers) as response:
+                    await response.read()
+                    if response.status != 200:
+                        raise SystemExit(f"{response.status}: {(await response.text())[:300]}")
+
+        await asyncio.gather(*(one_connection() for _ in range(C)))
+
+
+def control(pid: int, *args: str) -> None:
+    subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
+
+
+def dumped_instructions(pid: int, before: set[Path]) -> int:
+    """The `summary:` of the dump callgrind_control -d just wrote."""
+    for _ in range(600):
+        new = sorted(set(OUT.glob(f"callgrind.{pid}.*")) - before)
+        if new:
+            text = new[-1].read_text(errors="replace")
+            for line in text.splitlines():
+                if line.startswith("summary:"):
+                    return int(line.split()[1])
+        time.sleep(0.1)
+    raise RuntimeError("callgrind wrote no dump")
+
+
+def measure(pid: int, work) -> int:
+    """Instructions of the process from the counters' zeroing to their dump PAUSE seconds after `work()`."""
+    control(pid, "-z")
+    work()
+    time.sleep(PAUSE)
+    before = set(OUT.glob(f"callgrind.{pid}.*"))
+    control(pid, "-d")
+    return dumped_instructions(pid, before)
+
+
+def main() -> None:
+    sets = sys.argv[1:] or ["gbr"]
+    if not shutil.which("valgrind"):
+        sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    upstream_port, port = free_port(), free_port()
+    env = environment(upstream_port)
+    procs: list[subprocess.Popen] = []
+    try:
+        upstream = subprocess.Popen(
+            ["taskset", "-c", "0", PY, "bench/fake_upstream.py", str(upstream_port)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(upstream)
+        keys = {s: key_for(s, env) for s in sets}
+        gateway = subprocess.Popen(
+            [
+                *("taskset", "-c", "1", "valgrind", "--tool=callgrind", "--instr-atstart=no"),
+                *(f"--callgrind-out-file={OUT}/callgrind.%p", PY, "-m", "gateway_project.serve"),
+                *("gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
+                *("--loop", "uvloop", "--http", "httptools", "--lifespan", "on", "--no-access-log"),
+                *("--log-level", "warning", "--no-server-header"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=open(OUT / "gateway.log", "w"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(gateway)
+        url = f"http://127.0.0.1:{port}/api/v1/responses"
+        wait_http(url, gateway, timeout=600)
+        control(gateway.pid, "-i", "on")
+        asyncio.run(drive(url, keys[sets[0]], WARM))
+        time.sleep(PAUSE)
+        idle = measure(gateway.pid, lambda: time.sleep(10)) / 10
+        print(
+            f"instructions per request (millions), {N} requests at {C} connections, stream={STREAM}; idle: "
+            f"{idle / 1e6:.2f} million per second (in brackets: the figure less that rate over the measure)",
+            flush=True,
+        )
+        for round_ in range(1, ROUNDS + 1):
+            results = {}
+            for k in range(len(sets)):
+                policy_set = sets[(k + round_ - 1) % len(sets)]
+                asyncio.run(drive(url, keys[policy_set], WARM))
+                time.sleep(PAUSE)
+                started = time.monotonic()
+                total = measure(gateway.pid, lambda key=keys[policy_set]: asyncio.run(drive(url, key, N)))
+                less_idle = total - idle * (time.monotonic() - started)
+                results[policy_set] = f"{total / N / 1e6:.3f} ({less_idle / N / 1e6:.3f})"
+            print(f"round {round_} | " + " | ".join(f"{s} {results[s]}" for s in sets), flush=True)
+    finally:
+        for proc in reversed(procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+if __name__ == "__main__":
+    main()
