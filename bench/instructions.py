@@ -3,16 +3,18 @@ noise does not move (requests/s and CPU time moved by 20-40 % between runs of th
 
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench BENCH_REDIS_URL=redis://127.0.0.1:6379/1 \\
       .venv/bin/python bench/instructions.py gb gbr            # N=400 C=16 ROUNDS=3 STREAM=false
+    ... bench/instructions.py /work/wt/base:gbr .:gbr          # two checkouts (each with its .venv)
 
-Each argument is a policy set of bench/policies.py (letters g guardrail, b budget and key limit, r rate limits;
-"none": no policy), each with its own key in one database. One gateway worker (`python -m
-gateway_project.serve`, the production command line) runs under `valgrind --tool=callgrind` with
-instrumentation on once it serves; the fake upstream runs natively. Per round and policy set: WARM requests, the
-counters zeroed PAUSE seconds (2) after the last answer (the after-response work lands before), N requests at C
-connections (aiohttp, kept alive, every answer read to its end and checked to be a 200), the counters dumped
-PAUSE seconds later; the figure is the instructions of the whole process (every thread) in that dump over N.
-Sets are measured in turn, round after round, the order rotated by one each round. In brackets: the figure less
-what the worker runs idle (timers, pollers; counted for 10 s at the start) over the measure's duration.
+Each argument is [CHECKOUT:]POLICIES, POLICIES a policy set of bench/policies.py (letters g guardrail, b budget
+and key limit, r rate limits; "none": no policy), each set with its own key in one database (the checkouts must
+share its migrations). Each checkout runs one gateway worker (`python -m gateway_project.serve`, the production
+command line) under `valgrind --tool=callgrind`, all pinned to core 1, with instrumentation on once they serve;
+the fake upstream runs natively. Per round and variant: WARM requests, the counters zeroed PAUSE seconds (2)
+after the last answer (the after-response work lands before), N requests at C connections (aiohttp, kept alive,
+every answer read to its end and checked to be a 200), the counters dumped PAUSE seconds later; the figure is
+the instructions of the whole process (every thread) in that dump over N. Variants are measured in turn, round
+after round, the order rotated by one each round. In brackets: the figure less what the worker runs idle
+(timers, pollers; counted for 10 s at the start) over the measure's duration.
 
 What it counts and what it does not: user-space instructions of the worker (Python, the C extensions, libc),
 not the kernel's work for its system calls, nor the database's, Redis's or the upstream's. Under callgrind the
@@ -122,13 +124,32 @@ def measure(pid: int, work) -> int:
     return dumped_instructions(pid, before)
 
 
+def start_gateway(checkout: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """One worker of `checkout` (its .venv: a symlink to this one's will do) under callgrind, pinned to core 1."""
+    log = open(OUT / f"gateway-{port}.log", "w")  # noqa: SIM115
+    return subprocess.Popen(
+        [
+            *("taskset", "-c", "1", "valgrind", "--tool=callgrind", "--instr-atstart=no"),
+            f"--callgrind-out-file={OUT}/callgrind.%p",
+            *(str(checkout / ".venv" / "bin" / "python"), "-m", "gateway_project.serve"),
+            *("gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
+            *("--loop", "uvloop", "--http", "httptools", "--lifespan", "on", "--no-access-log"),
+            *("--log-level", "warning", "--no-server-header"),
+        ],
+        cwd=checkout,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
 def main() -> None:
-    sets = sys.argv[1:] or ["gbr"]
+    variants = sys.argv[1:] or ["gbr"]
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
-    upstream_port, port = free_port(), free_port()
+    upstream_port = free_port()
     env = environment(upstream_port)
     procs: list[subprocess.Popen] = []
     try:
@@ -140,43 +161,43 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         procs.append(upstream)
-        keys = {s: key_for(s, env) for s in sets}
-        gateway = subprocess.Popen(
-            [
-                *("taskset", "-c", "1", "valgrind", "--tool=callgrind", "--instr-atstart=no"),
-                *(f"--callgrind-out-file={OUT}/callgrind.%p", PY, "-m", "gateway_project.serve"),
-                *("gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
-                *("--loop", "uvloop", "--http", "httptools", "--lifespan", "on", "--no-access-log"),
-                *("--log-level", "warning", "--no-server-header"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=open(OUT / "gateway.log", "w"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-        )
-        procs.append(gateway)
-        url = f"http://127.0.0.1:{port}/api/v1/responses"
-        wait_http(url, gateway, timeout=600)
-        control(gateway.pid, "-i", "on")
-        asyncio.run(drive(url, keys[sets[0]], WARM))
-        time.sleep(PAUSE)
-        idle = measure(gateway.pid, lambda: time.sleep(10)) / 10
+        # A variant is [CHECKOUT:]POLICIES; each checkout gets one worker, each policy set one key.
+        parsed = [(Path(v.rpartition(":")[0] or ROOT).resolve(), v.rpartition(":")[2]) for v in variants]
+        keys = {policy_set: key_for(policy_set, env) for policy_set in dict.fromkeys(p for _, p in parsed)}
+        gateways: dict[Path, tuple[subprocess.Popen, str]] = {}
+        for checkout in dict.fromkeys(c for c, _ in parsed):
+            port = free_port()
+            gateway = start_gateway(checkout, port, env)
+            procs.append(gateway)
+            gateways[checkout] = (gateway, f"http://127.0.0.1:{port}/api/v1/responses")
+        idle: dict[Path, float] = {}
+        for checkout, (gateway, url) in gateways.items():
+            wait_http(url, gateway, timeout=600)
+            control(gateway.pid, "-i", "on")
+            asyncio.run(drive(url, keys[parsed[0][1]], WARM))
+            time.sleep(PAUSE)
+            idle[checkout] = measure(gateway.pid, lambda: time.sleep(10)) / 10
+        rates = ", ".join(f"{rate / 1e6:.2f}" for rate in idle.values())
         print(
             f"instructions per request (millions), {N} requests at {C} connections, stream={STREAM}; idle: "
-            f"{idle / 1e6:.2f} million per second (in brackets: the figure less that rate over the measure)",
+            f"{rates} million per second (in brackets: the figure less that rate over the measure)",
             flush=True,
         )
         for round_ in range(1, ROUNDS + 1):
             results = {}
-            for k in range(len(sets)):
-                policy_set = sets[(k + round_ - 1) % len(sets)]
-                asyncio.run(drive(url, keys[policy_set], WARM))
+            for k in range(len(variants)):
+                index = (k + round_ - 1) % len(variants)
+                checkout, policy_set = parsed[index]
+                gateway, url = gateways[checkout]
+                key = keys[policy_set]
+                asyncio.run(drive(url, key, WARM))
                 time.sleep(PAUSE)
                 started = time.monotonic()
-                total = measure(gateway.pid, lambda key=keys[policy_set]: asyncio.run(drive(url, key, N)))
-                less_idle = total - idle * (time.monotonic() - started)
-                results[policy_set] = f"{total / N / 1e6:.3f} ({less_idle / N / 1e6:.3f})"
-            print(f"round {round_} | " + " | ".join(f"{s} {results[s]}" for s in sets), flush=True)
+                total = measure(gateway.pid, lambda url=url, key=key: asyncio.run(drive(url, key, N)))
+                less_idle = total - idle[checkout] * (time.monotonic() - started)
+                results[index] = f"{total / N / 1e6:.3f} ({less_idle / N / 1e6:.3f})"
+            line = " | ".join(f"{variants[i]} {results[i]}" for i in range(len(variants)))
+            print(f"round {round_} | {line}", flush=True)
     finally:
         for proc in reversed(procs):
             if proc.poll() is None:

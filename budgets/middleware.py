@@ -156,7 +156,7 @@ class BudgetMiddleware:
         # The hold is sent now and awaited where the request is about to reach the upstream (or to answer), with
         # the checks sent ahead before it (gateway_project.pipeline.admitted): its round trip overlaps the
         # preparation of the upstream call. A task, so that a client going away meanwhile cannot cut it short.
-        task = asyncio.ensure_future(
+        task = asyncio.get_running_loop().create_task(
             _reserve(limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id)
         )
         earlier = ctx.admission

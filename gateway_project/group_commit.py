@@ -80,7 +80,7 @@ class GroupCommit(Generic[T]):
         future = loop.create_future()
         queue.pending.append((item, future))
         if queue.task is None:
-            queue.task = asyncio.ensure_future(self._drain(queue))
+            queue.task = loop.create_task(self._drain(queue))
         # Not shielded: a cancelled caller cancels only its future; the item stays in the queue and is written
         # (the writer skips futures already done). `shield` cost an extra future and two callbacks per item.
         await future

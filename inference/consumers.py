@@ -191,10 +191,13 @@ class InferenceConsumer:
         await self._serve(ctx, responder, receive)
 
     async def _serve(self, ctx: Context, responder: Responder, receive) -> None:
-        work = asyncio.ensure_future(self._run(ctx, responder))
-        listener = asyncio.ensure_future(receive())
+        # loop.create_task, not asyncio.ensure_future: the latter first asks whether a coroutine is a future, a
+        # failed attribute lookup on its type that costs more than the task (bench/instructions.py).
+        loop = asyncio.get_running_loop()
+        work = loop.create_task(self._run(ctx, responder))
+        listener = loop.create_task(receive())
         interval = settings.GATEWAY_SSE_KEEPALIVE_SECONDS if ctx.stream else 0
-        pinger = asyncio.ensure_future(keep_alive(responder, interval, SSE_HEADERS)) if interval > 0 else None
+        pinger = loop.create_task(keep_alive(responder, interval, SSE_HEADERS)) if interval > 0 else None
         disconnected = False
 
         def on_message(future: asyncio.Future) -> None:

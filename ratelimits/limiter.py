@@ -199,7 +199,7 @@ _settling: set[asyncio.Task] = set()  # settlements running as tasks (a referenc
 
 
 def _settle_in_task(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task:
-    task = asyncio.ensure_future(settle(decision, limits, request_id, tokens))
+    task = asyncio.get_running_loop().create_task(settle(decision, limits, request_id, tokens))
     _settling.add(task)
     task.add_done_callback(_settling.discard)
     return task
