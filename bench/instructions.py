@@ -20,7 +20,9 @@ What it counts and what it does not: user-space instructions of the worker (Pyth
 not the kernel's work for its system calls, nor the database's, Redis's or the upstream's. Under callgrind the
 worker runs about 50-100 times slower while PostgreSQL, Redis and the upstream do not, so anything timed
 (rate-limit leases of GATEWAY_RATE_LIMIT_LEASE_MS, batching windows) sees fewer requests per interval than at
-full speed; the environment is passed to the worker, so such settings can be scaled for a run. Needs valgrind
+full speed; the environment is passed to the worker, so such settings can be scaled for a run. The worker's
+time limits (database deadline, Redis time-outs) are stretched by SLOWDOWN (100) unless set, and warnings in
+its log (a time-out, Redis given up for the database) are printed at the end. Needs valgrind
 (Debian: `apt-get install valgrind`). Dumps are kept in /tmp/gateway-instructions/ (`callgrind_annotate
 --inclusive=yes <dump>` shows where the instructions went).
 """
@@ -62,6 +64,13 @@ def environment(upstream_port: int) -> dict[str, str]:
         DJANGO_SECRET_KEY="bench-only-secret-key-0123456789abcdefghijklmnop",
         GATEWAY_LOG_LEVEL="WARNING",
     )
+    # Under callgrind the worker runs about SLOWDOWN times slower than PostgreSQL and Redis answer: its own time
+    # limits are stretched as much (unless set), or a reply it is slow to read is taken for a failure (a 503 of
+    # the database deadline, the rate limits moved to the database).
+    slowdown = float(os.environ.get("SLOWDOWN", "100"))
+    env.setdefault("GATEWAY_DB_DEADLINE_SECONDS", str(5.0 * slowdown))
+    env.setdefault("GATEWAY_REDIS_TIMEOUT_SECONDS", str(1.0 * slowdown))
+    env.setdefault("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS", str(int(500 * slowdown)))
     if not env.get("GATEWAY_BYOK_ENCRYPTION_KEYS"):
         from cryptography.fernet import Fernet
 
@@ -198,6 +207,10 @@ def main() -> None:
                 results[index] = f"{total / N / 1e6:.3f} ({less_idle / N / 1e6:.3f})"
             line = " | ".join(f"{variants[i]} {results[i]}" for i in range(len(variants)))
             print(f"round {round_} | {line}", flush=True)
+        for log in sorted(OUT.glob("gateway-*.log")):  # a measure with warnings in it did not run as at full speed
+            warnings = [line for line in log.read_text(errors="replace").splitlines() if " WARNING " in line]
+            if warnings:
+                print(f"{log.name}: {len(warnings)} warnings, the first: {warnings[0]}", flush=True)
     finally:
         for proc in reversed(procs):
             if proc.poll() is None:

@@ -24,7 +24,9 @@ moment (never earlier). Near a limit (less than `LEASE_ROOM` leases' worth of ro
 Redis on its own, so "exactly the limit admitted" holds where it is decided.
 
 Lease sizes adapt per key: `FIRST_SLOTS`, doubled when a lease is used up before it ends (up to `MAX_SLOTS`),
-set to what was used (at least 2) when it ends with slots left.
+set to what was used (at least 2) when it ends with slots left. A lease that ends with no request but its asker
+admitted from it (the key's requests come close enough to ask one, not to use it: a lease costs more than a
+check then, its entry and its return) is followed by a check that asks none, then by a lease of 2.
 """
 
 from __future__ import annotations
@@ -122,7 +124,10 @@ class Leases:
         self.last_check[key] = now
         if last is None or now - last > lease_ms / 1000 or key in self.asking or key in self.open:
             return 1
-        return self.size.get(key, FIRST_SLOTS)
+        size = self.size.get(key, FIRST_SLOTS)
+        if size == 1:  # the last lease served its asker alone: this check asks none, the next a lease of 2
+            self.size[key] = 2
+        return size
 
     def asked(self, plan, future: asyncio.Future) -> None:
         """A check asking a lease for the plan was sent: its reply is `future` (other requests of the plan may wait
@@ -169,7 +174,7 @@ class Leases:
         if lease.used == lease.slots:
             self.size[id(plan)] = min(2 * lease.slots, MAX_SLOTS)
         else:
-            self.size[id(plan)] = max(2, lease.used)
+            self.size[id(plan)] = max(2, lease.used) if lease.used > 1 else 1
             unused = ("r", len(plan.settle_keys), lease.member, lease.slots - lease.used, 0)
             self.queue(plan.settle_keys, unused)
         if lease.held != lease.tokens:

@@ -160,6 +160,34 @@ def test_a_lease_asked_for_by_a_request_that_went_away_still_ends():
     asyncio.run(scenario())
 
 
+def test_after_a_lease_that_served_its_asker_alone_the_next_check_asks_none_then_a_lease_of_two():
+    """Requests close enough to ask a lease but not to use it would pay for leases that end unused: after such a
+    lease the next check asks none, and the one after a lease of 2."""
+    key = limit(rpm=10_000)
+    limits = [key]
+
+    async def scenario():
+        assert (await limiter.check(limits, "a", 0)).admitted  # opens the connection
+        assert (await limiter.check(limits, "b", 0)).admitted  # the key's first check sent on it
+        sent = redis_store.send_check(limits, "c", 0)  # less than 50 ms after "b": asks for a lease
+        assert sent is not None and sent.args[sent.plan.slots_index] == redis_leases.FIRST_SLOTS
+        assert (await redis_store.finish_check(sent)).admitted
+        await asyncio.sleep(0.08)  # the lease ends at its time, no request but "c" admitted from it
+        assert not (await limiter.check(limits, "d", 0)).lease  # more than 50 ms after "c": checked alone
+        sent = redis_store.send_check(limits, "e", 0)  # close after "d", but the last lease served its asker alone
+        assert sent is not None and sent.args[sent.plan.slots_index] == 1
+        assert (await redis_store.finish_check(sent)).admitted
+        sent = redis_store.send_check(limits, "f", 0)
+        assert sent is not None and sent.args[sent.plan.slots_index] == 2
+        assert (await redis_store.finish_check(sent)).admitted
+        assert (await limiter.check(limits, "g", 0)).lease == "f"  # the lease of 2, used up
+        await asyncio.sleep(AFTER_LEASES)
+        assert await window(key) == (6, 0, 7)  # a, b, c (3 unused slots returned), d, e, the lease f (f and g)
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
 def test_a_key_near_its_limits_gets_no_lease():
     key = limit(rpm=1000, tpm=100)  # LEASE_ROOM leases of 4 slots x 5 tokens never fit in 100 tokens
     limits = [key]
