@@ -5,8 +5,10 @@
 
 PROFILE=cpu profiles the main thread's CPU time instead of wall time; PROXY_HEADERS=1 wraps the application
 in uvicorn's proxy-headers middleware (what uvicorn adds unless --no-proxy-headers) to measure its cost.
-Prints requests/s and the p50 time until the last response byte was sent (accounting runs after it).
-Use the same DATABASE_URL / REDIS_URL as bench/prepare.py; the upstream of MODEL must be running.
+Prints requests/s and the p50 time until the last response byte was sent (accounting runs after it), and
+exits with status 1 naming the statuses when any answer was not a 2xx (an upstream not running, a catalog row
+another script pointed at its own upstream port: bench/prepare.py writes `bench/fake`'s base URL from
+UPSTREAM_PORT). Use the same DATABASE_URL / REDIS_URL as bench/prepare.py; the upstream of MODEL must be running.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ STREAM = os.environ.get("STREAM", "false").encode()
 BODY = os.environ.get("BODY", "").encode() or b'{"model":"%s","input":"Say hello","stream":%s}' % (MODEL, STREAM)
 ENDPOINT = os.environ.get("ENDPOINT", "/api/v1/responses")
 LATENCIES: list[float] = []
+STATUSES: dict[int, int] = {}
 
 
 async def one() -> None:
@@ -61,6 +64,8 @@ async def one() -> None:
         return {"type": "http.disconnect"}
 
     async def send(message):
+        if message["type"] == "http.response.start":
+            STATUSES[message["status"]] = STATUSES.get(message["status"], 0) + 1
         if message["type"] == "http.response.body" and not message.get("more_body"):
             done.set()
 
@@ -105,3 +110,6 @@ if __name__ == "__main__":
         )
     else:
         uvloop.run(main(total, concurrency))
+    failed = {status: count for status, count in STATUSES.items() if not 200 <= status < 300}
+    if failed:
+        sys.exit(f"answers that were not 2xx (status: count): {failed}; all: {STATUSES}")

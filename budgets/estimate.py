@@ -194,10 +194,17 @@ def worst_case_tokens(body: dict[str, Any], candidates: list[Candidate], prompt:
     `request_prompt(ctx)` of this body, when the caller has it."""
     if prompt is None:
         prompt = _prompt(body)
-    bounds = [(_input_bound(prompt, c), output_token_cap(body, c)) for c in candidates]
-    if not bounds:
+    if not candidates:
         return TokenBound(prompt.text_tokens, 0)
-    return TokenBound(max(b[0] for b in bounds), max(b[1] for b in bounds))
+    input_tokens = output_tokens = 0
+    for candidate in candidates:  # a loop, not max() over generators: it runs for every rate-limited request
+        tokens = _input_bound(prompt, candidate)
+        if tokens > input_tokens:
+            input_tokens = tokens
+        tokens = output_token_cap(body, candidate)
+        if tokens > output_tokens:
+            output_tokens = tokens
+    return TokenBound(input_tokens, output_tokens)
 
 
 def candidate_worst_case(body: dict[str, Any], candidate: Candidate) -> Decimal:

@@ -207,11 +207,11 @@ def _settle_in_task(decision: Decision, limits: list[RateLimit], request_id: str
 
 def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> asyncio.Task | None:
     """`settle` without waiting for it. In Redis: nothing when the request used what it held, in its lease when it
-    was admitted from a lease still open in this process (ratelimits/redis_leases.py), else carried by
+    was admitted from a lease of this process whose time is not up (ratelimits/redis_leases.py), else carried by
     this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
     the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
     if decision.store == "redis":
-        if tokens == decision.tokens or redis_store.settle_in_lease(limits, tokens, decision):
+        if tokens == decision.tokens or redis_store.settle_in_lease(tokens, decision):
             return None
 
         def failed(error: Exception) -> None:

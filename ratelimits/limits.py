@@ -33,29 +33,48 @@ class RateLimit:
         return f"{self.scope}:{self.scope_id}"
 
 
-_limits_cache: dict[tuple, list[RateLimit]] = {}
+class Limits(list):
+    """The limits of one key and its workspace that are set (a list of RateLimit); `tokens`: whether any of them
+    limits tokens per minute (then the request's worst-case tokens are held)."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self, limits: list[RateLimit]) -> None:
+        super().__init__(limits)
+        self.tokens = any(limit.tokens_per_minute for limit in limits)
 
 
-def limits_of(principal: Principal) -> list[RateLimit]:
+_limits_cache: dict[tuple, Limits] = {}
+_by_principal: dict[int, tuple[Principal, Limits]] = {}  # id(principal) -> (that principal, its limits)
+
+
+def limits_of(principal: Principal) -> Limits | list:
     """The key's and its workspace's limits that are set (no I/O: read from the cached principal).
 
     The same list object is returned while the key's and workspace's limits are unchanged (the Redis store
-    caches its script arguments by it): do not modify it."""
+    caches its script arguments by it): do not modify it. Looked up by the principal's identity first (the key
+    cache hands every request of a key the same principal), then by the limits' values."""
     rpm, tpm = principal.requests_per_minute, principal.tokens_per_minute
     wrpm, wtpm = principal.workspace_requests_per_minute, principal.workspace_tokens_per_minute
     if not (rpm or tpm or wrpm or wtpm):
         return []
+    entry = _by_principal.get(id(principal))
+    if entry is not None and entry[0] is principal:
+        return entry[1]
     signature = (principal.key_hash, rpm, tpm, principal.workspace_id, wrpm, wtpm)
     limits = _limits_cache.get(signature)
     if limits is None:
-        limits = []
+        found = []
         if rpm or tpm:
-            limits.append(RateLimit("api-key", principal.key_hash, rpm, tpm))
+            found.append(RateLimit("api-key", principal.key_hash, rpm, tpm))
         if wrpm or wtpm:
-            limits.append(RateLimit("workspace", str(principal.workspace_id), wrpm, wtpm))
+            found.append(RateLimit("workspace", str(principal.workspace_id), wrpm, wtpm))
         if len(_limits_cache) > 10_000:
             _limits_cache.clear()
-        _limits_cache[signature] = limits
+        limits = _limits_cache[signature] = Limits(found)
+    if len(_by_principal) > 10_000:
+        _by_principal.clear()
+    _by_principal[id(principal)] = (principal, limits)
     return limits
 
 

@@ -122,7 +122,7 @@ class RateLimitMiddleware:
         if not limits:
             await self.get_response(ctx)
             return
-        with_tokens = any(limit.tokens_per_minute for limit in limits)
+        with_tokens = limits.tokens
         tokens = await _token_bound(ctx) if with_tokens else 0
         pending = limiter.start(limits, ctx.request_id, tokens)
         if pending is None or pending.decision is not None:  # awaited first, or decided already (a lease's slot)

@@ -8,10 +8,12 @@ asks for a lease of several slots instead of one: the script grants it only when
 always). A granted lease is one entry in each scope's log, stamped that long ahead of the Redis clock, weighing
 its slots in the scope's request count and holding slots x the request's tokens. For that long the process
 admits the key's requests from the lease without asking Redis (each takes a slot and its tokens); then, or
-when its slots are used up, the lease ends: its unused slots and tokens are taken off its entry (carried by the
-process's next check, like settlements), and its requests' settlements adjust its tokens: those that end while it
-is open in this process (no Redis item: the tokens they did not use are returned with the lease's end, and its
-next requests may take them meanwhile), those that end after it as items carried like other settlements.
+when its slots are used up, the lease admits no more; when its time is up, it ends: its unused slots and tokens
+are taken off its entry (carried by the process's next check, like settlements). Its requests' settlements adjust
+its tokens in this process until its time is up, its slots used up or not (no Redis item: the tokens they did not
+use are returned with the lease's end, and its next requests may take them meanwhile); those that end after it as
+items carried like other settlements. A lease used up before its time does not keep the key's next requests
+from asking for the next one.
 
 Why no interval admits more than the limit: every request admitted from a lease is counted (in its entry's
 weight) from before its admission until at least a window after it (the entry is stamped at the lease's end,
@@ -24,7 +26,7 @@ moment (never earlier). Near a limit (less than `LEASE_ROOM` leases' worth of ro
 Redis on its own, so "exactly the limit admitted" holds where it is decided.
 
 Lease sizes adapt per key: `FIRST_SLOTS`, doubled when a lease is used up before it ends (up to `MAX_SLOTS`),
-set to what was used (at least 2) when it ends with slots left. A lease that ends with no request but its asker
+set to what was used when it ends with slots left. A lease that ends with no request but its asker
 admitted from it (the key's requests come close enough to ask one, not to use it: a lease costs more than a
 check then, its entry and its return) is followed by a check that asks none, then by a lease of 2.
 """
@@ -78,7 +80,9 @@ class Leases:
     def __init__(self, loop: asyncio.AbstractEventLoop, queue: Queue) -> None:
         self.loop = loop
         self.queue = queue
-        self.open: dict[int, Lease] = {}
+        self.open: dict[int, Lease] = {}  # plan -> its lease that admits requests
+        # member -> a lease whose tokens its requests' settlements still adjust here: open, or used up before its time
+        self.settling: dict[str, Lease] = {}
         self.asking: dict[int, asyncio.Future] = {}  # plan -> the reply of the check asking it a lease
         self.last_check: dict[int, float] = {}  # plan -> when its last check was sent
         self.size: dict[int, int] = {}
@@ -101,12 +105,12 @@ class Leases:
             self.end(lease)
         return decision
 
-    def settle(self, plan, member: str, change: int) -> bool:
-        """A request admitted from the plan's lease `member` ended, using `change` tokens more (negative: fewer)
-        than it held: while that lease is open, its held tokens change here (returned to Redis with its end, or
-        taken by its next requests) and True; False when it has ended (queue the settlement for Redis)."""
-        lease = self.open.get(id(plan))
-        if lease is None or lease.member != member:
+    def settle(self, member: str, change: int) -> bool:
+        """A request admitted from the lease `member` ended, using `change` tokens more (negative: fewer) than it
+        held: until that lease's time is up, its held tokens change here (returned to Redis with its end, or taken
+        by its next requests) and True; False when it has ended (queue the settlement for Redis)."""
+        lease = self.settling.get(member)
+        if lease is None:
             return False
         lease.held += change
         return True
@@ -159,24 +163,43 @@ class Leases:
         if previous is not None:  # cannot happen while `asking` holds the plan; end it rather than lose it
             self.end(previous)
         self.open[id(plan)] = lease
-        lease.timer = self.loop.call_at(lease.deadline, self.end, lease)
+        self.settling[lease.member] = lease
+        lease.timer = self.loop.call_at(lease.deadline, self._time_up, lease)
 
     def end(self, lease: Lease) -> None:
-        """Return the lease's unused slots and tokens (queued for the next script) and size the next one."""
+        """The lease admits no more requests: size the next one; at its time, or now if its time is up or slots were
+        left, return its unused slots and the tokens its requests did not use (queued for the next script)."""
         plan = lease.plan
         if self.open.get(id(plan)) is not lease:
             return
         del self.open[id(plan)]
-        if lease.timer is not None:
-            lease.timer.cancel()
         if len(self.size) > 4096:
             self.size.clear()
         if lease.used == lease.slots:
             self.size[id(plan)] = min(2 * lease.slots, MAX_SLOTS)
+            if self.loop.time() < lease.deadline:  # used up before its time: its requests settle in it until then
+                return
         else:
-            self.size[id(plan)] = max(2, lease.used) if lease.used > 1 else 1
+            self.size[id(plan)] = lease.used  # 1: it served its asker alone (see slots_to_ask)
             unused = ("r", len(plan.settle_keys), lease.member, lease.slots - lease.used, 0)
             self.queue(plan.settle_keys, unused)
+        self._close(lease)
+
+    def _time_up(self, lease: Lease) -> None:
+        lease.timer = None
+        if self.open.get(id(lease.plan)) is lease:
+            self.end(lease)
+        elif self.settling.get(lease.member) is lease:
+            self._close(lease)
+
+    def _close(self, lease: Lease) -> None:
+        """Its requests settle through Redis from now on: return the tokens they did not use (or add those they used
+        beyond what they held), queued for the next script."""
+        self.settling.pop(lease.member, None)
+        if lease.timer is not None:
+            lease.timer.cancel()
+            lease.timer = None
         if lease.held != lease.tokens:
+            plan = lease.plan
             change = lease.held - lease.tokens
             self.queue(plan.settle_keys, ("d", len(plan.settle_keys), lease.member, change, 0))

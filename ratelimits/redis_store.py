@@ -345,13 +345,13 @@ async def settle(limits: list[RateLimit], request_id: str, tokens: int, decision
     await send_item(*_settlement(limits, request_id, tokens, decision))
 
 
-def settle_in_lease(limits: list[RateLimit], tokens: int, decision: Decision) -> bool:
-    """Settle a request admitted from a lease that is still open in this process, in the lease (nothing sent:
+def settle_in_lease(tokens: int, decision: Decision) -> bool:
+    """Settle a request admitted from a lease whose time is not up yet, in the lease (nothing sent:
     ratelimits/redis_leases.py); False when the request had no lease or its lease has ended."""
-    leases = _leases.get(id(asyncio.get_running_loop()))
-    if leases is None or not decision.lease:
+    if not decision.lease:
         return False
-    return leases.settle(_plan(limits), decision.lease, tokens - decision.tokens)
+    leases = _leases.get(id(asyncio.get_running_loop()))
+    return leases is not None and leases.settle(decision.lease, tokens - decision.tokens)
 
 
 def settle_later(

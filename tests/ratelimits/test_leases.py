@@ -255,6 +255,34 @@ def test_requests_that_end_while_their_lease_is_open_settle_in_it_and_free_its_t
     asyncio.run(scenario())
 
 
+def test_requests_of_a_lease_used_up_before_its_time_settle_in_it_until_then(sends):
+    """A lease whose slots are all taken admits no more (the key's next request asks for the next lease), but
+    requests admitted from it that end before its time is up still settle in it: nothing is queued for Redis per
+    request, and its end returns what they did not use in one item."""
+    key = limit(rpm=10_000, tpm=10**7)
+    limits = [key]
+
+    async def scenario():
+        loop_id = id(asyncio.get_running_loop())
+        await limiter.check(limits, "a", 0)  # opens the connection
+        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        decisions = [await limiter.check(limits, f"c{i}", 10) for i in range(redis_leases.FIRST_SLOTS)]
+        assert [d.lease for d in decisions] == ["c0"] * redis_leases.FIRST_SLOTS
+        assert not redis_store._leases[loop_id].open  # used up: the next request asks for a lease
+        before = sends[0]
+        for i, decision in enumerate(decisions):
+            assert limiter.settle_soon(decision, limits, f"c{i}", 3) is None
+        assert not redis_store._unsettled[loop_id].items and sends[0] == before  # settled in the lease
+        following = await limiter.check(limits, "d", 10)  # asks the next lease, twice as large
+        assert following.lease == "d" and sends[0] == before + 1
+        await asyncio.sleep(AFTER_LEASES)
+        # a, b, the lease c0 (its 4 requests, 3 tokens each), the lease d (its 7 unused slots returned)
+        assert await window(key) == (4, 4 * 3 + 10, 7)
+        await _close_clients()
+
+    asyncio.run(scenario())
+
+
 def test_a_request_takes_a_slot_of_the_lease_it_waited_for_last(sends, monkeypatch):
     """After its last wait (LEASE_WAITS) a request still takes a slot of the lease it waited for, rather than
     being checked in Redis on its own while that lease stays open with its slots unused."""
