@@ -378,8 +378,8 @@ def counter_transaction() -> Iterator:
         try:
             if conn.vendor == "postgresql":
                 raw.execute(f"BEGIN; {_FAST_COMMIT}")  # one round trip (no parameters: both in one query)
-            else:
-                raw.execute("BEGIN")
+            else:  # the write lock at the start, as settings.py's transaction_mode does for atomic()
+                raw.execute("BEGIN IMMEDIATE")
             cursor = _DriverCursor(raw, qmark=conn.vendor == "sqlite")
             try:
                 yield cursor
