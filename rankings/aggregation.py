@@ -30,6 +30,7 @@ from rankings.models import (
     SampledDimension,
     WeeklySampledTokens,
 )
+from rankings.roomy_read import roomy_read
 
 CONTEXT_BUCKETS = ((1_000, "1K"), (10_000, "10K"), (100_000, "100K"), (1_000_000, "1M"))
 LARGEST_BUCKET = "10M"
@@ -66,14 +67,6 @@ def _tokens():
     return Sum(Cast(F("input_tokens"), BigIntegerField()) + Cast(F("output_tokens"), BigIntegerField()))
 
 
-def _roomy_session() -> None:
-    """On PostgreSQL, let the day's GROUP BY hash in memory instead of sorting on disk (this transaction only)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL work_mem = '256MB'")
-            cursor.execute("SET LOCAL jit = off")
-
-
 def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
     start, end = day_bounds(day)
     grouped = (
@@ -84,8 +77,7 @@ def _daily_rows(day: date, public: dict[str, str]) -> list[DailyModelTokens]:
         .order_by()
     )
     merged: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    with transaction.atomic():
-        _roomy_session()
+    with roomy_read("256MB", jit=False):  # on PostgreSQL the day's GROUP BY hashes in memory, not on disk
         grouped = list(grouped)
     for row in grouped:
         inputs = set(row["input_modalities"] or ["text"])

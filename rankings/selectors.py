@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Max
 
 from rankings.filtered import MODALITY_COLUMNS, OTHER, filter_key, filtered_daily_sql
 from rankings.models import TOP_N, AggregatedDay
+from rankings.roomy_read import roomy_read
 
 __all__ = ["MODALITY_COLUMNS", "OTHER", "RankingQuery", "last_aggregated_at", "rankings"]
 
@@ -113,9 +114,7 @@ def rankings(query: RankingQuery) -> list[dict]:
 
 
 def _fetch(sql: str, params: list) -> list[dict]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET LOCAL work_mem = '64MB'")
+    with roomy_read("64MB"), connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
