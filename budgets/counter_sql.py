@@ -378,7 +378,7 @@ def counter_transaction() -> Iterator:
         try:
             if conn.vendor == "postgresql":
                 raw.execute(f"BEGIN; {_FAST_COMMIT}")  # one round trip (no parameters: both in one query)
-            else:  # the write lock at the start, as settings.py's transaction_mode does for atomic()
+            else:  # the write lock at the start, as db_options.SQLITE_OPTIONS's transaction_mode does for atomic()
                 raw.execute("BEGIN IMMEDIATE")
             cursor = _DriverCursor(raw, qmark=conn.vendor == "sqlite")
             try:

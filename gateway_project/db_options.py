@@ -1,6 +1,11 @@
-"""PostgreSQL connection options that bound every wait (docs/reliability.md section 6).
+"""Database connection options: SQLite's, and PostgreSQL's that bound every wait (docs/reliability.md section 6).
 
-Client side, for every process: `connect_timeout`, TCP keepalives (an idle connection whose peer vanished is
+SQLite: WAL and a busy timeout let the server and the worker processes share the file. Transactions begin with
+BEGIN IMMEDIATE: a deferred transaction that read before another connection committed a write cannot write any
+more ("database is locked" at once, the busy timeout does not apply); an immediate one takes the write lock at
+its start and other writers wait for it under the timeout.
+
+PostgreSQL, client side, for every process: `connect_timeout`, TCP keepalives (an idle connection whose peer vanished is
 noticed), `tcp_user_timeout` (data the server never acknowledges). Server side, for the processes that
 serve requests only: `statement_timeout` and `lock_timeout`, sent as startup options. Management commands
 (`migrate`, `aggregate_rankings`, ...) and the test runner (creating and dropping test databases) may
@@ -11,6 +16,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;",
+    "transaction_mode": "IMMEDIATE",
+}
 
 
 def serves_requests(argv: list[str] | None = None) -> bool:

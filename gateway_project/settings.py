@@ -8,7 +8,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from gateway_project.db_options import postgres_options, serves_requests
+from gateway_project.db_options import SQLITE_OPTIONS, postgres_options, serves_requests
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -90,17 +90,8 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # worker's time under load (docs/performance.md).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL and a busy timeout let the server and the worker processes share the file. Transactions begin with
-    # BEGIN IMMEDIATE: a deferred transaction that read before another connection committed a write cannot
-    # write any more ("database is locked" at once, the busy timeout does not apply); an immediate one takes
-    # the write lock at its start and other writers wait for it under the timeout.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            "timeout": 20,
-            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;",
-            "transaction_mode": "IMMEDIATE",
-        }
-    )
+    # WAL, a busy timeout and BEGIN IMMEDIATE transactions (gateway_project/db_options.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
 else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":

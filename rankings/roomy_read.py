@@ -3,7 +3,7 @@ memory on PostgreSQL.
 
 On PostgreSQL the query runs in a transaction of its own, where `SET LOCAL` raises `work_mem` (and turns JIT
 off when asked) for that transaction only. Elsewhere no transaction is opened: on SQLite every transaction
-begins with BEGIN IMMEDIATE and holds the write lock (gateway_project/settings.py), and a long read must not
+begins with BEGIN IMMEDIATE and holds the write lock (gateway_project/db_options.py), and a long read must not
 make the data plane's writes (holds, accounting) wait for it; a read outside a transaction takes no lock.
 """
 

@@ -1,6 +1,6 @@
 """The rankings' large reads run with more memory on PostgreSQL and never wait for a writer on SQLite.
 
-On SQLite every transaction takes the write lock at its start (BEGIN IMMEDIATE, gateway_project/settings.py),
+On SQLite every transaction takes the write lock at its start (BEGIN IMMEDIATE, gateway_project/db_options.py),
 so a read that opened one would wait for the data plane's writes and make them wait in turn; the reads run
 outside any transaction there. On PostgreSQL they run in a transaction of their own with `SET LOCAL work_mem`.
 """

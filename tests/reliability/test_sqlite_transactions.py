@@ -4,9 +4,9 @@ On SQLite a transaction opened with a plain (deferred) BEGIN holds a read snapsh
 another connection commits a write in the meantime, that first write fails at once with "database is locked"
 (SQLITE_BUSY_SNAPSHOT: the busy timeout does not apply, as waiting cannot help a stale snapshot), and the
 management API answered 503 to an ordinary PUT while requests' accounting was being written. Every
-transaction therefore begins with BEGIN IMMEDIATE on SQLite (settings.py): it takes the write lock at its
-start, and other writers wait for it under the busy timeout. On PostgreSQL the same interleaving succeeds
-through row-level locking; the test runs on both.
+transaction therefore begins with BEGIN IMMEDIATE on SQLite (gateway_project/db_options.py): it takes the
+write lock at its start, and other writers wait for it under the busy timeout. On PostgreSQL the same
+interleaving succeeds through row-level locking; the test runs on both.
 """
 
 from __future__ import annotations
