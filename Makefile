@@ -37,11 +37,12 @@ env-encryption-key: .env
 		{ echo "GATEWAY_BYOK_ENCRYPTION_KEYS=$$($(FERNET_KEY_CMD))" >> .env; echo "Added GATEWAY_BYOK_ENCRYPTION_KEYS to .env"; }
 
 run: $(VENV)/.runtime-installed .env env-encryption-key
+	$(PY) manage.py ensure_database
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
 	$(PY) manage.py aggregate_rankings --no-progress
 	$(PY) manage.py collectstatic --noinput -v0
-	@echo "Admin: http://$(HOST):$(PORT)/admin/  (user and password: see above)"
+	@echo "Admin: http://$(HOST):$(PORT)/admin/  (sign in as the admin user named above)"
 	@echo "API docs: http://$(HOST):$(PORT)/api/v1/docs  ReDoc: http://$(HOST):$(PORT)/api/v1/redoc  Health: http://$(HOST):$(PORT)/health/ready"
 	@# The observability delivery worker runs beside the server and is stopped (SIGTERM) when the server exits.
 	$(PY) manage.py run_observability_worker & worker=$$!; \

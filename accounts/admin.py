@@ -46,8 +46,12 @@ class WorkspaceAdmin(admin.ModelAdmin):
     )
     list_filter = ("organization", "response_cache_enabled")
     search_fields = ("name", "slug", "id")
-    readonly_fields = ("id", "default_guardrail_id", "created_at", "updated_at")
+    readonly_fields = ("id", "default_guardrail", "created_at", "updated_at")
     inlines = [WorkspaceMemberInline]
+
+    @admin.display(description="default guardrail ID")
+    def default_guardrail(self, workspace: Workspace):
+        return workspace.default_guardrail_id
 
 
 @admin.register(WorkspaceMember)

@@ -53,7 +53,7 @@ def rate_limit_constraints(prefix: str) -> list[models.CheckConstraint]:
 class TimestampedModel(models.Model):
     """UUID primary key plus creation and update times."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -84,7 +84,7 @@ class OrgRole(models.TextChoices):
 class User(AbstractUser):
     """A person: Django's user model with a UUID id, an organization and an organization role."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey(
         Organization, null=True, blank=True, on_delete=models.CASCADE, related_name="members"
     )
@@ -101,7 +101,7 @@ class Workspace(RateLimitedModel, TimestampedModel):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100)
     description = models.TextField(null=True, blank=True)
-    include_byok_in_budgets = models.BooleanField(default=False)
+    include_byok_in_budgets = models.BooleanField(default=False, verbose_name="include BYOK in budgets")
     created_by = models.ForeignKey(
         "accounts.User",
         null=True,
@@ -188,10 +188,12 @@ class ApiKey(RateLimitedModel, TimestampedModel):
     expires_at = models.DateTimeField(null=True, blank=True)
     limit = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     limit_reset = models.CharField(max_length=10, choices=LimitReset.choices, null=True, blank=True)
-    include_byok_in_limit = models.BooleanField(default=False)
+    include_byok_in_limit = models.BooleanField(default=False, verbose_name="include BYOK in limit")
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(

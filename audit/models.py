@@ -32,20 +32,22 @@ class AuditEvent(models.Model):
     `"*** (changed)"`), never its value. A refusal's `changes` holds what was refused (status, message, model).
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     # No foreign key: the record of a change outlives what it changed (even a deleted organization).
-    organization_id = models.UUIDField(null=True, blank=True)
+    organization_id = models.UUIDField(null=True, blank=True, verbose_name="organization ID")
     created_at = models.DateTimeField(db_index=True)
     source = models.CharField(max_length=16, choices=Source.choices)
     actor_type = models.CharField(max_length=16, help_text="api_key or user")
     actor = models.CharField(max_length=150, help_text="Key hash or username")
     actor_name = models.CharField(max_length=255, blank=True, default="", help_text="Key name or user's full name")
     resource_type = models.CharField(max_length=64, help_text="e.g. guardrail, api_key, workspace_budget")
-    resource_id = models.CharField(max_length=255, blank=True, default="")
+    resource_id = models.CharField(max_length=255, blank=True, default="", verbose_name="resource ID")
     resource_label = models.CharField(max_length=255, blank=True, default="")
     action = models.CharField(max_length=16, choices=Action.choices)
     changes = models.JSONField(default=dict, blank=True)
-    request_id = models.CharField(max_length=64, blank=True, default="")  # X-Request-Id of a refused request
+    request_id = models.CharField(
+        max_length=64, blank=True, default="", verbose_name="request ID"
+    )  # X-Request-Id of a refused request
 
     class Meta:
         ordering = ["-created_at", "-id"]

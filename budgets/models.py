@@ -25,10 +25,10 @@ INTERVAL_ORDER = (BudgetInterval.DAILY, BudgetInterval.WEEKLY, BudgetInterval.MO
 class WorkspaceBudget(models.Model):
     """A spending limit (USD) of a workspace per UTC day, ISO week, month, or for its whole life."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="budgets")
     reset_interval = models.CharField(max_length=10, choices=BudgetInterval.choices)
-    limit_usd = models.DecimalField(max_digits=18, decimal_places=6)
+    limit_usd = models.DecimalField(max_digits=18, decimal_places=6, verbose_name="limit USD")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -48,13 +48,13 @@ class SpendCounter(models.Model):
     requests in flight. Amounts are integers of 1e-10 USD; BYOK spend is kept apart so whether it counts is
     decided when a limit is checked. Rows are created on first use and never deleted by the gateway."""
 
-    id = models.BigAutoField(primary_key=True)
+    id = models.BigAutoField(primary_key=True, verbose_name="ID")
     scope = models.CharField(max_length=20)
-    scope_id = models.CharField(max_length=200)
+    scope_id = models.CharField(max_length=200, verbose_name="scope ID")
     interval = models.CharField(max_length=10, choices=BudgetInterval.choices)
     period_start = models.DateTimeField()
     spent_units = models.BigIntegerField(default=0)
-    byok_spent_units = models.BigIntegerField(default=0)
+    byok_spent_units = models.BigIntegerField(default=0, verbose_name="BYOK spent units")
     reserved_units = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -88,8 +88,8 @@ class SpendReservation(models.Model):
     as spent and marks the row `reaped_at`; the row then stays as the record of that charge (reconciliation
     counts it), unless the request still settles, which replaces the charge by its cost and deletes it."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    request_id = models.CharField(max_length=100, blank=True, default="")
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
+    request_id = models.CharField(max_length=100, blank=True, default="", verbose_name="request ID")
     amount_units = models.BigIntegerField()
     counter_ids = models.JSONField(default=list)
     created_at = models.DateTimeField()
@@ -112,7 +112,7 @@ class AppliedSettlement(models.Model):
     `created_at` has a BRIN index (migration 0005: rows come in time order, and a BRIN index costs next to
     nothing per insert)."""
 
-    id = models.UUIDField(primary_key=True, editable=False)
+    id = models.UUIDField(primary_key=True, editable=False, verbose_name="ID")
     created_at = models.DateTimeField()
 
     def __str__(self) -> str:

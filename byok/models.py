@@ -15,7 +15,7 @@ class ProviderCredential(models.Model):
     organization. Each `allowed_*` list is a restriction; null means no restriction.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="byok_credentials")
     workspace = models.ForeignKey(
         "accounts.Workspace",
@@ -36,14 +36,17 @@ class ProviderCredential(models.Model):
         null=True,
         blank=True,
         help_text="Operator's declaration of the upstream account's zero data retention; empty: the catalog's",
+        verbose_name="declared ZDR",
     )
     is_required = models.BooleanField(
         default=False, help_text="The platform key of the provider is not used for the models this key applies to"
     )
     is_byok_only = models.BooleanField(
-        default=False, help_text="The platform key of the provider is not used for any model (non-fallback keys only)"
+        default=False,
+        help_text="The platform key of the provider is not used for any model (non-fallback keys only)",
+        verbose_name="is BYOK only",
     )
-    allowed_api_key_hashes = models.JSONField(null=True, blank=True)
+    allowed_api_key_hashes = models.JSONField(null=True, blank=True, verbose_name="allowed API key hashes")
     allowed_models = models.JSONField(null=True, blank=True)
     allowed_user_ids = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -5,6 +5,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from operations.landing import landing
+
 API_APPS = [
     "accounts",
     "guardrails",
@@ -24,6 +26,7 @@ handler404 = "gateway_project.api.middleware.not_found_view"
 handler500 = "gateway_project.api.middleware.server_error_view"
 
 urlpatterns = [
+    path("", landing, name="landing"),
     path("admin/", admin.site.urls),
     path(
         "api/v1/openapi.json",

@@ -28,7 +28,7 @@ class Guardrail(models.Model):
     of its workspace. List fields are null (no restriction) or non-empty.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="guardrails")
     workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="guardrails")
     is_default = models.BooleanField(default=False, help_text="The workspace's default guardrail")
@@ -44,14 +44,16 @@ class Guardrail(models.Model):
     enable_free_model_publication = models.BooleanField(default=False)
     enable_free_model_training = models.BooleanField(default=False)
     enable_paid_model_training = models.BooleanField(default=False)
-    enforce_zdr = models.BooleanField(null=True, blank=True, help_text="Deprecated; copied into the vendor fields")
-    enforce_zdr_vendor_a = models.BooleanField(default=False)
-    enforce_zdr_vendor_b = models.BooleanField(default=False)
-    enforce_zdr_vendor_c = models.BooleanField(default=False)
-    enforce_zdr_vendor_d = models.BooleanField(default=False)
-    enforce_zdr_other = models.BooleanField(default=False)
-    include_byok_in_budgets = models.BooleanField(default=False)
-    limit_usd = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    enforce_zdr = models.BooleanField(
+        null=True, blank=True, help_text="Deprecated; copied into the vendor fields", verbose_name="enforce ZDR"
+    )
+    enforce_zdr_vendor_a = models.BooleanField(default=False, verbose_name="enforce ZDR vendor A")
+    enforce_zdr_vendor_b = models.BooleanField(default=False, verbose_name="enforce ZDR vendor B")
+    enforce_zdr_vendor_c = models.BooleanField(default=False, verbose_name="enforce ZDR vendor C")
+    enforce_zdr_vendor_d = models.BooleanField(default=False, verbose_name="enforce ZDR vendor D")
+    enforce_zdr_other = models.BooleanField(default=False, verbose_name="enforce ZDR other")
+    include_byok_in_budgets = models.BooleanField(default=False, verbose_name="include BYOK in budgets")
+    limit_usd = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True, verbose_name="limit USD")
     reset_interval = models.CharField(max_length=10, choices=ResetInterval.choices, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(null=True, blank=True, help_text="Null when never updated")
@@ -87,9 +89,11 @@ class Guardrail(models.Model):
 class GuardrailKeyAssignment(models.Model):
     """A guardrail assigned to an API key; a key holds at most one."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     guardrail = models.ForeignKey(Guardrail, on_delete=models.CASCADE, related_name="key_assignments")
-    api_key = models.OneToOneField("accounts.ApiKey", on_delete=models.CASCADE, related_name="guardrail_assignment")
+    api_key = models.OneToOneField(
+        "accounts.ApiKey", on_delete=models.CASCADE, related_name="guardrail_assignment", verbose_name="API key"
+    )
     assigned_by = models.ForeignKey(
         "accounts.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -105,7 +109,7 @@ class GuardrailKeyAssignment(models.Model):
 class GuardrailMemberAssignment(models.Model):
     """A guardrail assigned to an organization member (applies to the keys they created); one per member."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     guardrail = models.ForeignKey(Guardrail, on_delete=models.CASCADE, related_name="member_assignments")
     user = models.OneToOneField("accounts.User", on_delete=models.CASCADE, related_name="guardrail_assignment")
     assigned_by = models.ForeignKey(

@@ -10,7 +10,7 @@ from inference.models import Endpoint, Generation, Model, Provider
 class ProviderForm(forms.ModelForm):
     """Refuses a base_url in a private network unless settings allow it (gateway_project.netguard)."""
 
-    base_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+    base_url = forms.URLField(label="Base URL", max_length=500, required=False, assume_scheme="https")
 
     class Meta:
         model = Provider

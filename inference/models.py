@@ -17,13 +17,15 @@ class ApiFormat(models.TextChoices):
 class Provider(models.Model):
     """An upstream provider: where and how to call it, and its data policy."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     slug = models.SlugField(max_length=100, unique=True, help_text="Provider id used by routing, guardrails, BYOK")
     name = models.CharField(max_length=200)
-    api_format = models.CharField(max_length=30, choices=ApiFormat.choices)
-    base_url = models.URLField(max_length=500, blank=True, default="")
-    api_key_env = models.CharField(max_length=100, blank=True, default="", help_text="Env var of the platform key")
-    zdr = models.BooleanField(default=False, help_text="Keeps zero data")
+    api_format = models.CharField(max_length=30, choices=ApiFormat.choices, verbose_name="API format")
+    base_url = models.URLField(max_length=500, blank=True, default="", verbose_name="base URL")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, default="", help_text="Env var of the platform key", verbose_name="API key env"
+    )
+    zdr = models.BooleanField(default=False, help_text="Keeps zero data", verbose_name="ZDR")
     trains_on_data = models.BooleanField(default=False)
     publishes_prompts = models.BooleanField(default=False)
     regions = models.JSONField(default=list, blank=True)
@@ -59,7 +61,7 @@ class Provider(models.Model):
 class Model(models.Model):
     """A model as clients name it (`vendor/name`), with its canonical slug and modalities."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     slug = models.CharField(max_length=200, unique=True)
     canonical_slug = models.CharField(max_length=200, db_index=True)
     name = models.CharField(max_length=200, blank=True, default="")
@@ -96,7 +98,7 @@ class Model(models.Model):
 class Endpoint(models.Model):
     """One provider serving one model: the upstream model name, prices (USD per token) and limits."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     model = models.ForeignKey(Model, on_delete=models.CASCADE, related_name="endpoints")
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="endpoints")
     upstream_model = models.CharField(max_length=200)
@@ -160,19 +162,21 @@ class GenerationStatus(models.TextChoices):
 class Generation(models.Model):
     """The accounting record of one inference request, written even when it failed or was cancelled."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="generations")
     workspace = models.ForeignKey("accounts.Workspace", null=True, on_delete=models.SET_NULL, related_name="+")
-    api_key = models.ForeignKey("accounts.ApiKey", null=True, on_delete=models.SET_NULL, related_name="+")
+    api_key = models.ForeignKey(
+        "accounts.ApiKey", null=True, on_delete=models.SET_NULL, related_name="+", verbose_name="API key"
+    )
     key_hash = models.CharField(max_length=64, db_index=True)
     user = models.ForeignKey("accounts.User", null=True, on_delete=models.SET_NULL, related_name="+")
-    session_id = models.CharField(max_length=256, blank=True, default="")
+    session_id = models.CharField(max_length=256, blank=True, default="", verbose_name="session ID")
     requested_model = models.CharField(max_length=200, blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="", help_text="Model slug that served")
     model_permaslug = models.CharField(max_length=220, blank=True, default="")
     provider = models.CharField(max_length=100, blank=True, default="")
     endpoint = models.ForeignKey(Endpoint, null=True, on_delete=models.SET_NULL, related_name="+")
-    upstream_id = models.CharField(max_length=200, blank=True, default="")
+    upstream_id = models.CharField(max_length=200, blank=True, default="", verbose_name="upstream ID")
     status = models.CharField(max_length=20, choices=GenerationStatus.choices)
     finish_reason = models.CharField(max_length=50, blank=True, default="")
     error_code = models.PositiveIntegerField(null=True, blank=True)
@@ -185,7 +189,7 @@ class Generation(models.Model):
     usage_estimated = models.BooleanField(
         default=False, help_text="The upstream reported no usage (or the request was cut): cost from the estimate"
     )
-    is_byok = models.BooleanField(default=False)
+    is_byok = models.BooleanField(default=False, verbose_name="is BYOK")
     cache_hit = models.BooleanField(
         default=False, db_default=False, help_text="Answered from the response cache: no provider call, cost 0"
     )

@@ -25,7 +25,7 @@ class Destination(models.Model):
     encrypted in `secret_config` (a Fernet token of a JSON object). `full_config()` merges them back.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="destinations")
     name = models.CharField(max_length=255)
@@ -33,7 +33,7 @@ class Destination(models.Model):
     config = models.JSONField(default=dict, blank=True)
     secret_config = models.TextField(blank=True, default="", help_text="Encrypted JSON of the secret config values")
     enabled = models.BooleanField(default=True)
-    api_key_hashes = models.JSONField(null=True, blank=True)
+    api_key_hashes = models.JSONField(null=True, blank=True, verbose_name="API key hashes")
     broadcast_generation_cost = models.BooleanField(default=False)
     broadcast_generation_identity = models.BooleanField(default=False)
     broadcast_generation_request_context = models.BooleanField(default=False)
@@ -106,7 +106,7 @@ class TraceBody(models.Model):
     each destination's payload from it at delivery time and deletes it when no delivery needs it any more.
     """
 
-    generation_id = models.UUIDField(primary_key=True)
+    generation_id = models.UUIDField(primary_key=True, verbose_name="generation ID")
     data = models.TextField()
     size = models.PositiveIntegerField(help_text="Bytes of the record's JSON before encryption")
     truncated = models.BooleanField(default=False)
@@ -130,9 +130,9 @@ class OutboxEntry(models.Model):
     rows come back.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="outbox")
-    generation_id = models.UUIDField(db_index=True)
+    generation_id = models.UUIDField(db_index=True, verbose_name="generation ID")
     include_io = models.BooleanField(default=True)
     payload = models.JSONField(null=True, blank=True, help_text="Rows queued before trace bodies only")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)

@@ -27,7 +27,7 @@ class Preset(models.Model):
     `designated_version` is the version applied when a request names `@preset/<slug>`: the newest one.
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="presets")
     workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="presets")
     slug = models.CharField(max_length=200)
@@ -35,7 +35,7 @@ class Preset(models.Model):
     description = models.TextField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=PresetStatus.choices, default=PresetStatus.ACTIVE)
     status_updated_at = models.DateTimeField(null=True, blank=True)
-    creator_user_id = models.CharField(max_length=64)
+    creator_user_id = models.CharField(max_length=64, verbose_name="creator user ID")
     designated_version = models.ForeignKey(
         "presets.PresetVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -56,13 +56,13 @@ class Preset(models.Model):
 class PresetVersion(models.Model):
     """One immutable version of a preset: the persisted request fields and the system prompt."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     preset = models.ForeignKey(Preset, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
     format = models.CharField(max_length=10, choices=PresetFormat.choices, default=PresetFormat.RESPONSES)
     config = models.JSONField(default=dict, blank=True)
     system_prompt = models.TextField(blank=True, default="")
-    creator_id = models.CharField(max_length=64)
+    creator_id = models.CharField(max_length=64, verbose_name="creator ID")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

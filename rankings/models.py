@@ -23,6 +23,8 @@ class DailyModelTokens(models.Model):
     requests = models.BigIntegerField()
 
     class Meta:
+        verbose_name = "daily model tokens"
+        verbose_name_plural = "daily model tokens"
         indexes = [models.Index(fields=["date", "model_permaslug"], name="rankings_daily_date_model")]
 
     def __str__(self) -> str:
@@ -96,6 +98,8 @@ class WeeklySampledTokens(models.Model):
     total_tokens = models.BigIntegerField(help_text="sampled_tokens upsampled by the sampling rate")
 
     class Meta:
+        verbose_name = "weekly sampled tokens"
+        verbose_name_plural = "weekly sampled tokens"
         indexes = [models.Index(fields=["dimension", "value", "week_start"], name="rankings_weekly_dim_week")]
 
     def __str__(self) -> str:
@@ -137,7 +141,7 @@ class PendingClassification(models.Model):
     deletes it. `text` is a Fernet token (GATEWAY_BYOK_ENCRYPTION_KEYS) of at most 8,000 characters of prompt.
     """
 
-    generation_id = models.UUIDField(primary_key=True)
+    generation_id = models.UUIDField(primary_key=True, verbose_name="generation ID")
     text = models.TextField(help_text="Encrypted prompt text (Fernet)")
     created_at = models.DateTimeField(db_index=True)
 

@@ -24,7 +24,7 @@ class RateLimitEntry(models.Model):
     """A request admitted in a scope's sliding window, with the tokens it holds (settled to its usage)."""
 
     scope_key = models.CharField(max_length=120)
-    request_id = models.CharField(max_length=64)
+    request_id = models.CharField(max_length=64, verbose_name="request ID")
     at_ms = models.BigIntegerField()  # admission time, milliseconds since the epoch
     tokens = models.BigIntegerField(default=0)
 

@@ -43,7 +43,7 @@ class ScimUser(models.Model):
     user = models.OneToOneField(User, primary_key=True, on_delete=models.CASCADE, related_name="scim")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_users")
     user_name = models.CharField(max_length=255)
-    external_id = models.CharField(max_length=255, null=True, blank=True)
+    external_id = models.CharField(max_length=255, null=True, blank=True, verbose_name="external ID")
     display_name = models.CharField(max_length=255, null=True, blank=True)
     email = models.CharField(max_length=255, null=True, blank=True)
     active = models.BooleanField(default=True)
@@ -53,6 +53,8 @@ class ScimUser(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "SCIM user"
+        verbose_name_plural = "SCIM users"
         ordering = ["created_at", "user_id"]
         constraints = [
             # userName is case-insensitive and unique within a service provider (RFC 7643 §4.1.1).
@@ -66,15 +68,17 @@ class ScimUser(models.Model):
 class ScimGroup(models.Model):
     """A group pushed by the identity provider. Its members are `ScimGroupMember` rows."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_groups")
     display_name = models.CharField(max_length=255)
-    external_id = models.CharField(max_length=255, null=True, blank=True)
+    external_id = models.CharField(max_length=255, null=True, blank=True, verbose_name="external ID")
     attributes = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "SCIM group"
+        verbose_name_plural = "SCIM groups"
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
@@ -90,6 +94,8 @@ class ScimGroupMember(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = "SCIM group member"
+        verbose_name_plural = "SCIM group members"
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["group", "user"], name="scim_group_member_unique")]
 
@@ -100,7 +106,7 @@ class ScimGroupMember(models.Model):
 class GroupMapping(models.Model):
     """Members of `group` are members of `workspace` with `role`."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_group_mappings")
     group = models.ForeignKey(ScimGroup, on_delete=models.CASCADE, related_name="mappings")
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="scim_group_mappings")
@@ -109,6 +115,8 @@ class GroupMapping(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "SCIM group mapping"
+        verbose_name_plural = "SCIM group mappings"
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["group", "workspace"], name="scim_group_mapping_unique"),
@@ -131,6 +139,8 @@ class MembershipGrant(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = "SCIM membership grant"
+        verbose_name_plural = "SCIM membership grants"
         ordering = ["created_at"]
 
     def __str__(self) -> str:

@@ -194,3 +194,19 @@ def _close_data_plane_threads(django_db_setup):
     recorder.shutdown()
     db_thread.shutdown()
     health_thread.shutdown()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the tests skipped because a tool is missing here, and how to install it (tests/missing_tools.py)."""
+    from tests.missing_tools import MISSING
+
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(MISSING):
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped: tools missing on this machine", yellow=True)
+        for reason, count in sorted(reasons.items()):
+            terminalreporter.write_line(f"{count} test(s): {reason.removeprefix(MISSING).strip()}")

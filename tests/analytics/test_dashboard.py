@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.test import Client, override_settings
 
 from tests.analytics.conftest import make_generation
+from tests.missing_tools import skip_or_fail
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,9 +103,11 @@ def collected_static(tmp_path_factory, django_db_blocker):
 @pytest.fixture
 def browser():
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        if os.environ.get("GATEWAY_REQUIRE_BROWSER"):  # set by .ci/run, which installs them
-            pytest.fail(f"{CHROMIUM} or {CHROMEDRIVER} is missing and GATEWAY_REQUIRE_BROWSER is set")
-        pytest.skip("Debian's chromium and chromium-driver are not installed (apt-get install chromium-driver)")
+        skip_or_fail(
+            f"Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER})",
+            "apt-get install chromium chromium-driver, then run `make test PYTEST_ARGS=tests/analytics`",
+            "GATEWAY_REQUIRE_BROWSER",
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -61,6 +61,8 @@ def test_first_bootstrap_generates_an_admin_password_shown_once(gateway_server, 
     # later runs neither print nor change it
     text = _run("bootstrap")
     assert first["admin_password"] not in text and "admin password" not in text
+    assert "Admin user: admin (its password was set on an earlier run and shown then; " in text
+    assert "reset it with `python manage.py changepassword admin`" in text
     assert User.objects.get(username="admin").check_password(first["admin_password"])
 
 

@@ -70,7 +70,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"Catalog: {summary}")
         self.stdout.write(f"Organization: {result['organization_id']}  default workspace: {result['workspace_id']}")
-        self.stdout.write(f"Admin user: {admin.username}" + (f" ({password_source})" if password_source else ""))
+        self.stdout.write(f"Admin user: {admin.username} ({password_source})")
         if generated_password:
             self.stdout.write(f"  admin password: {generated_password}  (shown once, store it now)")
         if management_key:
@@ -85,7 +85,10 @@ def _give_admin_a_password(admin: User) -> tuple[str, str | None]:
     """A password for an admin user that has none: GATEWAY_ADMIN_PASSWORD, else a generated one (returned, to be
     printed once). A user that has a password keeps it (change it with `manage.py changepassword`)."""
     if admin.has_usable_password():
-        return "", None
+        return (
+            "its password was set on an earlier run and shown then; "
+            f"reset it with `python manage.py changepassword {admin.username}`"
+        ), None
     from_env = os.environ.get("GATEWAY_ADMIN_PASSWORD") or ""
     password = from_env or secrets.token_urlsafe(18)
     admin.set_password(password)
