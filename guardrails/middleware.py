@@ -112,11 +112,26 @@ class GuardrailMiddleware:
         if model in SLUG_ROUTERS:
             return  # a router chooses the model among those the guardrails allow (inference/routers)
         if isinstance(model, str) and model and not policy.model_allowed(model):
+            self._model_stages(ctx, policy, [model])
             raise _refusal(f"Model '{model}' is not allowed by a guardrail", {"model": model})
         models = [m for m in ctx.body.get("models") or () if isinstance(m, str)]
         if models and not model and not any(policy.model_allowed(m) for m in models):
+            self._model_stages(ctx, policy, models)
             names = ", ".join(f"'{m}'" for m in models)
             raise _refusal(f"Models {names} are not allowed by a guardrail", {"models": models})
+
+    @staticmethod
+    def _model_stages(ctx: Context, policy: EffectivePolicy, models: list[str]) -> None:
+        """The pipeline stage of each guardrail that refuses the requested model(s), as a content block has."""
+        for rule in policy.rules:
+            refused = [
+                m
+                for m in models
+                if m in rule.ignored_models or (rule.allowed_models is not None and m not in rule.allowed_models)
+            ]
+            if refused:
+                summary = f"model {', '.join(refused)} is not allowed"
+                ctx.pipeline.append(_stage(rule, summary, "block", True, ["model-policy"], refused))
 
     @staticmethod
     def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:

@@ -314,3 +314,20 @@ def test_a_flag_only_guardrail_lets_an_unreadable_file_through(gateway, api, org
     pdf = {"type": "input_file", "filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQK"}
     body = {"model": MODEL, "input": [{"role": "user", "content": [{"type": "input_text", "text": "read"}, pdf]}]}
     assert infer(gateway, org, body).status_code == 200
+
+
+def test_a_model_refused_by_a_guardrail_has_its_stage_in_service_metadata(gateway, api, org, fake_upstream):
+    guardrail = key_guardrail(api, org, allowed_models=["echo/echo-1"])
+    response = infer(gateway, org, headers={"X-Service-Metadata": "enabled"})
+    assert response.status_code == 403
+    stages = response.json()["service_metadata"]["pipeline"]
+    assert stages == [
+        {
+            "type": "guardrail",
+            "name": "key policy",
+            "guardrail_id": guardrail["id"],
+            "guardrail_scope": "api-key",
+            "summary": f"model {MODEL} is not allowed",
+            "data": {"action": "block", "detected": True, "engines": ["model-policy"], "patterns": [MODEL]},
+        }
+    ]
