@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
+from accounts.credits import CreditsView
 from accounts.views import ApiKeyViewSet, CurrentKeyView, OrganizationMemberViewSet, WorkspaceViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -12,5 +13,6 @@ router.register("organization/members", OrganizationMemberViewSet, basename="org
 
 urlpatterns = [
     path("key", CurrentKeyView.as_view(), name="key-current"),
+    path("credits", CreditsView.as_view(), name="credits"),
     *router.urls,
 ]

@@ -162,6 +162,11 @@ def input_modalities(body: dict[str, Any]) -> list[str]:
     return sorted(found or {"text"})
 
 
+def _header(ctx: Context, name: str) -> str:
+    """A request header as recorded (at most 500 characters, no NUL)."""
+    return (ctx.headers.get(name) or "")[:500].replace("\x00", "")
+
+
 def build_generation(ctx: Context) -> Generation:
     """The unsaved Generation row of this request, from the context and its outcome."""
     principal = ctx.principal
@@ -211,6 +216,9 @@ def build_generation(ctx: Context) -> Generation:
         pipeline=ctx.pipeline,
         trace={} if stripped else body.get("trace") or {},
         metadata={} if stripped else body.get("metadata") or {},
+        data_region=ctx.region,
+        http_referer=_header(ctx, "http-referer") or _header(ctx, "referer"),
+        user_agent=_header(ctx, "user-agent"),
         created_at=ctx.created_at,
         completed_at=now,
         category=None,

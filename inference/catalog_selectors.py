@@ -37,20 +37,13 @@ PRICE_NAMES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ModelQuery:
-    """Filters of GET /models: every listed parameter supported; any listed output modality (None: all)."""
-
-    supported_parameters: tuple[str, ...] = ()
-    output_modalities: frozenset[str] | None = None
-
-
 @dataclass(slots=True)
 class VisibleModel:
     """A model with the endpoints the caller may use, in routing order."""
 
     model: Model
     endpoints: list[tuple[Endpoint, Candidate]]
+    moderated: bool = False  # the key's guardrails filter the content of its requests (to every endpoint)
 
 
 def policy_of(principal: Principal) -> EffectivePolicy:
@@ -84,7 +77,7 @@ def visible_models(principal: Principal, slug: str | None = None) -> list[Visibl
         candidate = candidate_from_endpoint(endpoint)
         if not _allowed(policy, candidate):
             continue
-        entry = by_model.setdefault(endpoint.model_id, VisibleModel(endpoint.model, []))
+        entry = by_model.setdefault(endpoint.model_id, VisibleModel(endpoint.model, [], policy.has_filters))
         entry.endpoints.append((endpoint, candidate))
     visible = sorted(by_model.values(), key=lambda v: v.model.slug)
     for entry in visible:
@@ -98,19 +91,6 @@ def supported_parameters(entry: VisibleModel) -> list[str]:
     for endpoint, _ in entry.endpoints:
         names.update(p for p in endpoint.supported_parameters or () if isinstance(p, str))
     return sorted(names)
-
-
-def matches(entry: VisibleModel, query: ModelQuery) -> bool:
-    if query.output_modalities is not None and not query.output_modalities & set(entry.model.output_modalities or ()):
-        return False
-    if query.supported_parameters:
-        declared = set(supported_parameters(entry))
-        return all(name in declared for name in query.supported_parameters)
-    return True
-
-
-def list_models(principal: Principal, query: ModelQuery) -> list[VisibleModel]:
-    return [entry for entry in visible_models(principal) if matches(entry, query)]
 
 
 def get_model(principal: Principal, slug: str) -> VisibleModel | None:

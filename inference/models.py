@@ -175,7 +175,9 @@ class Generation(models.Model):
     model = models.CharField(max_length=200, blank=True, default="", help_text="Model slug that served")
     model_permaslug = models.CharField(max_length=220, blank=True, default="")
     provider = models.CharField(max_length=100, blank=True, default="")
-    endpoint = models.ForeignKey(Endpoint, null=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )  # indexed with created_at below (the traffic figures of GET /models/.../endpoints)
     upstream_id = models.CharField(max_length=200, blank=True, default="", verbose_name="upstream ID")
     status = models.CharField(max_length=20, choices=GenerationStatus.choices)
     finish_reason = models.CharField(max_length=50, blank=True, default="")
@@ -211,6 +213,13 @@ class Generation(models.Model):
     pipeline = models.JSONField(default=list, blank=True, help_text="Guardrail and other pipeline stages")
     trace = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    data_region = models.CharField(
+        max_length=10, blank=True, default="", help_text="The data region the request arrived through"
+    )
+    http_referer = models.CharField(
+        max_length=500, blank=True, default="", help_text="The request's HTTP-Referer (or Referer) header"
+    )
+    user_agent = models.CharField(max_length=500, blank=True, default="", help_text="The request's User-Agent")
     created_at = models.DateTimeField(db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -219,6 +228,7 @@ class Generation(models.Model):
         indexes = [
             models.Index(fields=["organization", "created_at"], name="generation_org_time"),
             models.Index(fields=["workspace", "created_at"], name="generation_workspace_time"),
+            models.Index(fields=["endpoint", "created_at"], name="generation_endpoint_time"),
         ]
 
     def __str__(self) -> str:

@@ -23,4 +23,5 @@ def generation_id(value: str) -> uuid.UUID:
 
 def generation_get(*, organization_id: uuid.UUID, id: str) -> Generation | None:
     """The Generation `id` of the organization, or None (another organization's id reads as absent)."""
-    return Generation.objects.filter(organization_id=organization_id, id=generation_id(id)).first()
+    rows = Generation.objects.select_related("endpoint__provider")
+    return rows.filter(organization_id=organization_id, id=generation_id(id)).first()

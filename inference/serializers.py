@@ -1,4 +1,4 @@
-"""Query parameters and documented shapes of the inference app's management-plane reads (models, generation)."""
+"""Query parameters and documented shapes of GET /generation, and the unknown-parameter check of the reads."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from rest_framework import serializers
 
 from gateway_project.api.errors import validation_error
 from gateway_project.api.serializers import TimestampField
-from inference.catalog_loader import OUTPUT_MODALITIES
-from inference.catalog_selectors import ModelQuery
 from inference.models import GenerationStatus
 
 
@@ -17,125 +15,6 @@ def reject_unknown(query_params, allowed: tuple[str, ...]) -> None:
     for name in query_params:
         if name not in allowed:
             raise validation_error(name, f"unknown query parameter (accepted: {', '.join(allowed) or 'none'})")
-
-
-def _names(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-class ModelsQuerySerializer(serializers.Serializer):
-    supported_parameters = serializers.CharField(
-        required=False,
-        help_text="Comma-separated parameter names; only models whose endpoints support all of them are listed",
-    )
-    output_modalities = serializers.CharField(
-        required=False,
-        help_text=f"Comma-separated output modalities ({', '.join(OUTPUT_MODALITIES)}) or `all` (the default): "
-        "models producing any of them are listed",
-    )
-
-    def validate_supported_parameters(self, value: str) -> str:
-        if not _names(value):
-            raise serializers.ValidationError("must name at least one parameter")
-        return value
-
-    def validate_output_modalities(self, value: str) -> str:
-        names = _names(value)
-        if not names:
-            raise serializers.ValidationError("must name at least one modality, or `all`")
-        unknown = [n for n in names if n not in (*OUTPUT_MODALITIES, "all")]
-        if unknown:
-            accepted = ", ".join((*OUTPUT_MODALITIES, "all"))
-            raise serializers.ValidationError(f"unknown modality '{unknown[0]}' (one of {accepted})")
-        return value
-
-    def to_query(self) -> ModelQuery:
-        data = self.validated_data
-        modalities = _names(data.get("output_modalities") or "all")
-        return ModelQuery(
-            supported_parameters=tuple(_names(data.get("supported_parameters") or "")),
-            output_modalities=None if "all" in modalities else frozenset(modalities),
-        )
-
-
-class ArchitectureSerializer(serializers.Serializer):
-    modality = serializers.CharField(help_text="`text+image->text`")
-    input_modalities = serializers.ListField(child=serializers.CharField())
-    output_modalities = serializers.ListField(child=serializers.CharField())
-
-
-class PricingSerializer(serializers.Serializer):
-    prompt = serializers.CharField(help_text="USD per input token, decimal string")
-    completion = serializers.CharField(help_text="USD per output token, decimal string")
-    input_cache_read = serializers.CharField(required=False, help_text="USD per cached input token read")
-    input_cache_write = serializers.CharField(required=False, help_text="USD per input token written to the cache")
-    input_cache_write_1h = serializers.CharField(required=False, help_text="USD per token, 1-hour cache write")
-    internal_reasoning = serializers.CharField(required=False, help_text="USD per reasoning token")
-    request = serializers.CharField(required=False, help_text="USD per request")
-
-
-class TopProviderSerializer(serializers.Serializer):
-    provider = serializers.CharField()
-    context_length = serializers.IntegerField(allow_null=True)
-    max_completion_tokens = serializers.IntegerField(allow_null=True)
-
-
-class LinksSerializer(serializers.Serializer):
-    details = serializers.CharField(help_text="Path of the model's endpoints")
-
-
-class CatalogModelSerializer(serializers.Serializer):
-    id = serializers.CharField(help_text="`vendor/name`: the `model` of inference requests")
-    object = serializers.ChoiceField(choices=["model"])
-    created = serializers.IntegerField(help_text="Unix time the model entered the catalog")
-    owned_by = serializers.CharField(help_text="The model's vendor")
-    name = serializers.CharField()
-    canonical_slug = serializers.CharField()
-    context_length = serializers.IntegerField(allow_null=True)
-    architecture = ArchitectureSerializer()
-    pricing = PricingSerializer()
-    top_provider = TopProviderSerializer()
-    supported_parameters = serializers.ListField(child=serializers.CharField())
-    links = LinksSerializer()
-
-
-class ModelListSerializer(serializers.Serializer):
-    object = serializers.ChoiceField(choices=["list"])
-    data = CatalogModelSerializer(many=True)
-
-
-class DataPolicySerializer(serializers.Serializer):
-    zdr = serializers.BooleanField(help_text="The provider keeps zero data")
-    trains_on_data = serializers.BooleanField()
-    publishes_prompts = serializers.BooleanField()
-
-
-class CatalogEndpointSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    model_id = serializers.CharField()
-    provider = serializers.CharField(help_text="Provider slug, as `provider.only` and guardrails name it")
-    provider_name = serializers.CharField()
-    context_length = serializers.IntegerField(allow_null=True)
-    max_completion_tokens = serializers.IntegerField(allow_null=True)
-    pricing = PricingSerializer()
-    is_free = serializers.BooleanField()
-    supported_parameters = serializers.ListField(child=serializers.CharField())
-    zdr = serializers.BooleanField()
-    data_policy = DataPolicySerializer()
-    regions = serializers.ListField(child=serializers.CharField(), help_text="Data regions the provider serves")
-
-
-class ModelEndpointsSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    name = serializers.CharField()
-    canonical_slug = serializers.CharField()
-    created = serializers.IntegerField()
-    architecture = ArchitectureSerializer()
-    endpoints = CatalogEndpointSerializer(many=True)
-
-
-class ModelEndpointsResponseSerializer(serializers.Serializer):
-    data = ModelEndpointsSerializer()
 
 
 class GenerationQuerySerializer(serializers.Serializer):

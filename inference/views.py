@@ -12,19 +12,18 @@ from rest_framework.views import APIView
 
 from gateway_project.api.errors import GatewayError
 from gateway_project.api.permissions import IsAnyKey
-from inference.catalog_present import endpoints_object, model_object
-from inference.catalog_selectors import get_model, list_models
-from inference.selectors import generation_get
-from inference.serializers import (
+from inference.catalog_params import ModelsQuerySerializer, refuse_unserved
+from inference.catalog_present import API_PREFIX, endpoints_object, model_list, model_object
+from inference.catalog_query import list_models
+from inference.catalog_selectors import get_model
+from inference.catalog_serializers import (
     CatalogModelSerializer,
-    GenerationQuerySerializer,
-    GenerationResponseSerializer,
-    GenerationSerializer,
     ModelEndpointsResponseSerializer,
     ModelListSerializer,
-    ModelsQuerySerializer,
-    reject_unknown,
 )
+from inference.generation_record import GenerationRecordResponseSchema, GenerationRecordSerializer
+from inference.selectors import generation_get
+from inference.serializers import GenerationQuerySerializer, reject_unknown
 
 MODEL_PATH_PARAMETERS = [
     OpenApiParameter("vendor", str, OpenApiParameter.PATH, description="The part of the model id before `/`"),
@@ -48,15 +47,18 @@ class ModelListView(APIView):
         parameters=[ModelsQuerySerializer],
         responses={200: ModelListSerializer},
         operation_id="models_list",
-        description="The catalog's models the calling key may use (its guardrails hide the others). Shaped as "
-        "OpenAI's model list, so `client.models.list()` works.",
+        description="The catalog's models the calling key may use (its guardrails hide the others), filtered, "
+        "sorted and paginated as the public router API's SDK asks (`total_count` counts every match, "
+        "`links.next` is the next page or null). Shaped as OpenAI's model list too, so `client.models.list()` works.",
     )
     def get(self, request):
+        refuse_unserved(request.query_params)
         reject_unknown(request.query_params, tuple(ModelsQuerySerializer().fields))
         params = ModelsQuerySerializer(data=request.query_params.dict())  # a dict: an empty value is not "omitted"
         params.is_valid(raise_exception=True)
-        models = list_models(request.user, params.to_query())
-        return Response({"object": "list", "data": [model_object(entry) for entry in models]})
+        query = params.to_query()
+        models, total = list_models(request.user, query)
+        return Response(model_list(models, total, query, request.query_params, f"{API_PREFIX}/models"))
 
 
 class ModelDetailView(APIView):
@@ -92,7 +94,7 @@ class GenerationView(APIView):
 
     @extend_schema(
         parameters=[GenerationQuerySerializer],
-        responses={200: GenerationResponseSerializer},
+        responses={200: GenerationRecordResponseSchema},
         operation_id="generation_retrieve",
         description="The accounting record of one request of the caller's organization, by the `id` its answer "
         "carried or its `x-request-id`: model, provider, tokens, cost, latency, time to first token, status. "
@@ -106,4 +108,4 @@ class GenerationView(APIView):
         row = generation_get(organization_id=request.user.organization_id, id=params.validated_data["id"])
         if row is None:
             raise GatewayError(404, f"Generation '{params.validated_data['id']}' not found")
-        return Response({"data": GenerationSerializer(row).data})
+        return Response({"data": GenerationRecordSerializer(row).data})

@@ -125,7 +125,7 @@ def test_openapi_documents_the_lookup():
     operation = document["paths"]["/api/v1/generation"]["get"]
     assert [p["name"] for p in operation["parameters"]] == ["id"]
     assert {"200", "400", "401", "404"} <= operation["responses"].keys()
-    schema = document["components"]["schemas"]["Generation"]
+    schema = document["components"]["schemas"]["GenerationRecordSchema"]
     assert {"tokens_prompt", "tokens_reasoning", "time_to_first_token_ms", "ingress_format", "cancelled"} <= set(
         schema["properties"]
     )

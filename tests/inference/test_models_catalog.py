@@ -61,11 +61,18 @@ def test_model_object_has_catalog_fields(http, catalog):
         "modality": "text+image->text",
         "input_modalities": ["text", "image"],
         "output_modalities": ["text"],
+        "tokenizer": None,
+        "instruct_type": None,
     }
     # pricing, context and limits of the cheapest endpoint (the first routing tries); decimal strings
     assert chat["pricing"] == {"prompt": "0.0000001", "completion": "0.0000002", "input_cache_read": "0.00000005"}
     assert chat["context_length"] == 4000
-    assert chat["top_provider"] == {"provider": "cheapco", "context_length": 4000, "max_completion_tokens": 1000}
+    assert chat["top_provider"] == {
+        "provider": "cheapco",
+        "context_length": 4000,
+        "max_completion_tokens": 1000,
+        "is_moderated": False,  # the key's guardrails filter no content
+    }
     assert chat["supported_parameters"] == ["temperature", "tools"]  # union over the endpoints
     assert chat["links"] == {"details": "/api/v1/models/acme/chat-1/endpoints"}
     echo = next(m for m in body["data"] if m["id"] == "echo/echo-1")
@@ -90,7 +97,18 @@ def test_filters(http, catalog):
 @pytest.mark.parametrize(
     ("params", "field"),
     [
-        ({"output_modalities": "video"}, "output_modalities"),
+        ({"output_modalities": "smell"}, "output_modalities"),
+        ({"input_modalities": "text,smell"}, "input_modalities"),
+        ({"limit": "0"}, "limit"),
+        ({"limit": "1001"}, "limit"),
+        ({"offset": "-1"}, "offset"),
+        ({"sort": "intelligence-high-to-low"}, "sort"),
+        ({"sort": "cheapest"}, "sort"),
+        ({"min_coding_index": "1"}, "min_coding_index"),
+        ({"region": "asia"}, "region"),
+        ({"zdr": "false"}, "zdr"),
+        ({"min_price": "x"}, "min_price"),
+        ({"arch": "GPT"}, "arch"),
         ({"output_modalities": ""}, "output_modalities"),
         ({"supported_parameters": " , "}, "supported_parameters"),
         ({"category": "programming"}, "category"),
@@ -113,17 +131,36 @@ def test_endpoints_of_a_model(http, catalog):
     assert first == {
         "name": "Cheapco | acme/chat-1",
         "model_id": "acme/chat-1",
+        "model_name": "Acme Chat 1",
         "provider": "cheapco",
         "provider_name": "Cheapco",
+        "tag": "cheapco",
         "context_length": 4000,
         "max_completion_tokens": 1000,
+        "max_prompt_tokens": None,
         "pricing": {"prompt": "0.0000001", "completion": "0.0000002", "input_cache_read": "0.00000005"},
         "is_free": False,
+        "quantization": None,
+        "service_tier": None,
         "supported_parameters": ["temperature"],
+        "supports_tool_choice": {"auto": False, "none": False, "required": False, "function": False},
+        "supports_implicit_caching": True,  # a cache-read price and no cache-write price
+        "supports_diarization": False,
+        "native_tools": {},
         "zdr": True,
         "data_policy": {"zdr": True, "trains_on_data": False, "publishes_prompts": False},
         "regions": ["global", "us", "europe"],
+        # no traffic yet: no figures (tests/sdk/test_router_catalog.py measures them)
+        "uptime_last_5m": None,
+        "uptime_last_30m": None,
+        "uptime_last_1d": None,
+        "latency_last_30m": None,
+        "throughput_last_30m": None,
     }
+    assert (
+        data["description"]
+        == "Acme Chat 1 by acme: text+image->text, 4000 tokens of context; served here by Cheapco, Dearco."
+    )
     assert second["zdr"] is False and second["context_length"] == 8000
     missing = _get(http, "/models/acme/nope/endpoints")
     assert missing.status_code == 404 and missing.json()["error"]["message"] == "Model 'acme/nope' does not exist"
@@ -166,7 +203,15 @@ def test_openapi_documents_the_catalog_reads():
 
     document = APIClient().get("/api/v1/openapi.json").json()
     listing = document["paths"]["/api/v1/models"]["get"]
-    assert {p["name"] for p in listing["parameters"]} == {"supported_parameters", "output_modalities"}
+    from inference.catalog_params import ModelsQuerySerializer
+
+    assert {p["name"] for p in listing["parameters"]} == set(ModelsQuerySerializer().fields)
+    assert {"supported_parameters", "output_modalities", "offset", "limit", "sort"} <= set(
+        ModelsQuerySerializer().fields
+    )
     assert {"200", "400", "401"} <= listing["responses"].keys()
     assert "get" in document["paths"]["/api/v1/models/{vendor}/{name}"]
     assert "404" in document["paths"]["/api/v1/models/{vendor}/{name}/endpoints"]["get"]["responses"]
+    for path in ("/model/{author}/{slug}", "/models/count", "/endpoints/zdr", "/providers", "/embeddings/models",
+                 "/credits", "/generation"):  # fmt: skip
+        assert {"200", "401"} <= document["paths"][f"/api/v1{path}"]["get"]["responses"].keys(), path
