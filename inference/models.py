@@ -214,12 +214,18 @@ class Generation(models.Model):
     trace = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     data_region = models.CharField(
-        max_length=10, blank=True, default="", help_text="The data region the request arrived through"
+        max_length=10, blank=True, default="", db_default="", help_text="The data region the request arrived through"
     )
     http_referer = models.CharField(
-        max_length=500, blank=True, default="", help_text="The request's HTTP-Referer (or Referer) header"
+        max_length=500,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The request's HTTP-Referer (or Referer) header",
     )
-    user_agent = models.CharField(max_length=500, blank=True, default="", help_text="The request's User-Agent")
+    user_agent = models.CharField(
+        max_length=500, blank=True, default="", db_default="", help_text="The request's User-Agent"
+    )
     created_at = models.DateTimeField(db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 

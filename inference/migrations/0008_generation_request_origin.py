@@ -17,17 +17,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='generation',
             name='data_region',
-            field=models.CharField(blank=True, default='', help_text='The data region the request arrived through', max_length=10),
+            field=models.CharField(blank=True, db_default='', default='', help_text='The data region the request arrived through', max_length=10),
         ),
         migrations.AddField(
             model_name='generation',
             name='http_referer',
-            field=models.CharField(blank=True, default='', help_text="The request's HTTP-Referer (or Referer) header", max_length=500),
+            field=models.CharField(blank=True, db_default='', default='', help_text="The request's HTTP-Referer (or Referer) header", max_length=500),
         ),
         migrations.AddField(
             model_name='generation',
             name='user_agent',
-            field=models.CharField(blank=True, default='', help_text="The request's User-Agent", max_length=500),
+            field=models.CharField(blank=True, db_default='', default='', help_text="The request's User-Agent", max_length=500),
         ),
         migrations.AlterField(
             model_name='generation',
