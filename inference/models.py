@@ -221,6 +221,7 @@ class Generation(models.Model):
         blank=True,
         default="",
         db_default="",
+        verbose_name="HTTP referer",
         help_text="The request's HTTP-Referer (or Referer) header",
     )
     user_agent = models.CharField(
