@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.principal import Principal
 from inference.catalog_selectors import VisibleModel, supported_parameters, visible_models
+from inference.endpoint_traffic import endpoint_traffic, model_usage_since
 
 MILLION = Decimal(1_000_000)
 REGION_NAMES = {"eu": "europe", "us": "us"}
@@ -95,8 +96,6 @@ def _price(entry: VisibleModel) -> Decimal:
 
 def _traffic_key(models: list[VisibleModel], sort: str):
     """The sort key of a traffic sort: models without traffic in the window last, then by slug."""
-    from inference.endpoint_traffic import endpoint_traffic, model_usage_since
-
     if sort in ("most-popular", "top-weekly"):
         usage = model_usage_since(timezone.now() - POPULARITY_WINDOW)
         index = 0 if sort == "most-popular" else 1  # requests, or tokens processed

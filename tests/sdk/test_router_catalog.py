@@ -175,3 +175,20 @@ def test_raw_json_for_plain_http_clients(gateway_server, org, catalog):
     }
     refused = httpx.get(f"{base}/providers", params={"x": "1"}, headers=headers)
     assert refused.status_code == 400 and refused.json()["error"]["metadata"]["field"] == "x"
+
+
+def test_models_sorted_by_their_traffic(sdk, org, catalog):
+    now = timedelta(seconds=1)
+    echo = Endpoint.objects.get(model__slug="echo/echo-1")
+    for _ in range(2):  # acme/chat-1: 2 requests, 200 tokens, first token at 300 ms, 100 tokens/s
+        _row(org, catalog, now, GenerationStatus.COMPLETED, ttft=300, latency=1300, tokens=100)
+    _row(org, echo, now, GenerationStatus.COMPLETED, ttft=100, latency=2100, tokens=500)  # 1 request, 250 tokens/s
+
+    def ids(sort):
+        return [m.id for m in sdk.models.list(sort=sort).result.data]
+
+    assert ids("most-popular") == ["acme/chat-1", "echo/echo-1", "acme/embed-1"]  # no traffic: last
+    assert ids("top-weekly") == ["echo/echo-1", "acme/chat-1", "acme/embed-1"]
+    assert ids("latency-low-to-high") == ["echo/echo-1", "acme/chat-1", "acme/embed-1"]
+    assert ids("throughput-high-to-low") == ["echo/echo-1", "acme/chat-1", "acme/embed-1"]
+    assert ids("newest")[0] == "acme/embed-1"  # the last model added to the catalog
