@@ -8,20 +8,19 @@ the key may use. Prices are compared in USD per million tokens, as the public ro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from django.utils import timezone
 
 from accounts.principal import Principal
 from inference.catalog_selectors import VisibleModel, supported_parameters, visible_models
-from inference.endpoint_traffic import endpoint_traffic, model_usage_since
+from inference.endpoint_traffic import endpoint_traffic, model_popularity
 
 MILLION = Decimal(1_000_000)
 REGION_NAMES = {"eu": "europe", "us": "us"}
 TRAFFIC_SORTS = ("most-popular", "top-weekly", "throughput-high-to-low", "latency-low-to-high")
 SORTS = ("newest", "pricing-low-to-high", "pricing-high-to-low", "context-high-to-low", *TRAFFIC_SORTS)
-POPULARITY_WINDOW = timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +96,7 @@ def _price(entry: VisibleModel) -> Decimal:
 def _traffic_key(models: list[VisibleModel], sort: str):
     """The sort key of a traffic sort: models without traffic in the window last, then by slug."""
     if sort in ("most-popular", "top-weekly"):
-        usage = model_usage_since(timezone.now() - POPULARITY_WINDOW)
+        usage = model_popularity()
         index = 0 if sort == "most-popular" else 1  # requests, or tokens processed
         return lambda e: (e.model.slug not in usage, -usage.get(e.model.slug, (0, 0))[index])
     traffic = endpoint_traffic(entry.endpoints[0][0].id for entry in models)

@@ -16,11 +16,14 @@ answered each request) over a recent window ending now:
   produced output after their first token.
 
 No completed request in the window: latency and throughput are null. Each read is one grouped query per
-figure for the endpoints asked about (indexed by endpoint and time).
+figure for the endpoints asked about (indexed by endpoint and time), and a process keeps the figures of an
+endpoint for TRAFFIC_TTL seconds (the popularity of models, a week's grouped read, for POPULARITY_TTL), so
+a burst of catalog reads costs the database one aggregation.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,7 +37,10 @@ from inference.models import Generation, GenerationStatus
 
 WINDOWS = {"5m": timedelta(minutes=5), "30m": timedelta(minutes=30), "1d": timedelta(days=1)}
 PERF_WINDOW = timedelta(minutes=30)
+POPULARITY_WINDOW = timedelta(days=7)
 PERCENTILES = (0.5, 0.75, 0.9, 0.99)
+TRAFFIC_TTL = 30.0
+POPULARITY_TTL = 60.0
 SQLITE_SAMPLE = 5000  # the most recent values per endpoint read on SQLite, which has no percentile aggregate
 DOWN = Q(status=GenerationStatus.FAILED) & (Q(error_code__isnull=True) | Q(error_code=429) | Q(error_code__gte=500))
 COUNTED = ~Q(status=GenerationStatus.CANCELLED) & (
@@ -47,6 +53,16 @@ class EndpointTraffic:
     uptime: dict[str, float | None]
     latency: dict[str, float] | None
     throughput: dict[str, float] | None
+
+
+_traffic: dict[uuid.UUID, tuple[float, EndpointTraffic]] = {}  # endpoint id -> (expiry, figures)
+_popularity: dict[str, tuple[float, dict[str, tuple[int, int]]]] = {}  # "week" -> (expiry, usage)
+
+
+def clear_traffic_cache() -> None:
+    """Forget the figures kept (tests: the database was reset under the process)."""
+    _traffic.clear()
+    _popularity.clear()
 
 
 def _uptimes(ids: list[uuid.UUID], now: datetime) -> dict[uuid.UUID, dict[str, float | None]]:
@@ -137,8 +153,19 @@ def endpoint_traffic(
     return {i: EndpointTraffic(uptimes[i], latency.get(i), throughput.get(i)) for i in ids}
 
 
+def model_popularity() -> dict[str, tuple[int, int]]:
+    """Model slug -> (requests, tokens in + out) of its completed requests of the last 7 days (kept
+    POPULARITY_TTL seconds): the `most-popular` and `top-weekly` sorts of GET /models."""
+    clock = time.monotonic()
+    kept = _popularity.get("week")
+    if kept is None or kept[0] <= clock:
+        kept = (clock + POPULARITY_TTL, model_usage_since(timezone.now() - POPULARITY_WINDOW))
+        _popularity["week"] = kept
+    return kept[1]
+
+
 def model_usage_since(since: datetime) -> dict[str, tuple[int, int]]:
-    """Model slug -> (requests, tokens in + out) of its completed requests since `since` (sorts of GET /models)."""
+    """Model slug -> (requests, tokens in + out) of its completed requests since `since`."""
     rows = (
         Generation.objects.filter(created_at__gte=since, status=GenerationStatus.COMPLETED)
         .exclude(model="")

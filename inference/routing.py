@@ -20,6 +20,7 @@ from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from inference import credentials
+from inference.endpoint_traffic import clear_traffic_cache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
 from inference.routers.quality import as_pairs
@@ -119,6 +120,7 @@ def clear_caches() -> None:
     _sticky.clear()
     _variants.clear()
     clear_pins()
+    clear_traffic_cache()
 
 
 def requested_models(body: dict[str, Any]) -> list[str]:
