@@ -11,11 +11,19 @@ fc00::/7, fe80::/10, IPv4-mapped forms of those, ...), unless
 
 A host name that does not resolve is accepted (nothing can be reached through it now; the observability
 worker checks again before every delivery, which also defeats DNS rebinding to a private address later).
+
+This is the one guard of every outgoing call to a URL someone other than the operator chose: the web fetch
+of the model (inference/web/fetch.py) resolves each host with `resolve`, checks it with `refused_address`
+(its own allowlist, `GATEWAY_WEB_FETCH_ALLOWLIST`) and connects to the checked addresses only. A host is read
+the way the socket layer reads it: every numeric form of an IPv4 address (`2130706433`, `127.1`, `0`,
+`0177.0.0.1`, `127.000.000.001`, `0x7f000001`), IPv4-mapped IPv6 (`[::ffff:127.0.0.1]`) and a trailing dot
+name the address they connect to; a numeric host no resolver reads (`1.2.3.4.5`) is refused.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from urllib.parse import urlsplit
 
@@ -45,10 +53,22 @@ def is_blocked_address(address: IPAddress) -> bool:
     )
 
 
-def _allowlist() -> tuple[set[str], list[ipaddress.IPv4Network | ipaddress.IPv6Network]]:
+Allowlist = tuple[set[str], list[ipaddress.IPv4Network | ipaddress.IPv6Network]]
+
+# What `inet_aton` (and so the system resolver, and a socket's connect) reads as an IPv4 address: one to four
+# parts, each decimal, octal (leading 0) or hex (0x): `2130706433`, `127.1`, `0177.0.0.1`, `0x7f000001`.
+_NUMERIC_HOST = re.compile(r"^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+))*$")
+
+
+class UnknownHost(ValueError):
+    """A host written like an IPv4 address that no resolver reads as one (`1.2.3.4.5`, `08.1.2.3`)."""
+
+
+def parse_allowlist(entries) -> Allowlist:
+    """(host names, networks) of an allowlist setting's entries (host names and CIDRs)."""
     hosts: set[str] = set()
     networks = []
-    for entry in getattr(settings, "GATEWAY_PRIVATE_URL_ALLOWLIST", ()):
+    for entry in entries:
         entry = entry.strip().lower()
         if not entry:
             continue
@@ -59,36 +79,74 @@ def _allowlist() -> tuple[set[str], list[ipaddress.IPv4Network | ipaddress.IPv6N
     return hosts, networks
 
 
-def _addresses(host: str) -> list[IPAddress]:
+def normal_host(host: str) -> str:
+    """A URL host as resolvers compare it: no brackets, lower case, no trailing dot."""
+    return host.strip("[]").lower().rstrip(".")
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """The address a host names literally, read as `inet_aton` and the resolvers read it; None for a name.
+
+    `ipaddress` alone reads only the dotted-quad form, while the socket layer connects `2130706433`, `127.1`,
+    `0177.0.0.1`, `127.000.000.001` and `0x7f000001` to 127.0.0.1: every such form is read here the same way.
+    """
+    host = normal_host(host)
     try:
-        return [ipaddress.ip_address(host)]
+        return ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         pass
+    if not _NUMERIC_HOST.match(host):
+        return None
     try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        raise UnknownHost(f"{host} is not a valid address") from None
+
+
+def resolve(host: str) -> list[IPAddress]:
+    """Every address `host` reaches (the literal, or the system resolver's answers); [] when it does not resolve.
+
+    UnknownHost for a numeric host no resolver accepts."""
+    literal = literal_address(host)
+    if literal is not None:
+        return [literal]
+    try:
+        infos = socket.getaddrinfo(normal_host(host), None, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
         return []
-    return [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos))
+
+
+def refused_address(host: str, addresses: list[IPAddress], allowlist: Allowlist) -> IPAddress | None:
+    """The first of `host`'s addresses the guard refuses (blocked and not allowlisted), or None."""
+    hosts, networks = allowlist
+    if normal_host(host) in hosts:
+        return None
+    for address in addresses:
+        if not is_blocked_address(address):
+            continue
+        plain = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped else address
+        if any(plain.version == network.version and plain in network for network in networks):
+            continue
+        return address
+    return None
 
 
 def host_problem(host: str) -> str | None:
     """Why a request to `host` is refused, or None when it may be called."""
     if getattr(settings, "GATEWAY_ALLOW_PRIVATE_URLS", False):
         return None
-    host = host.strip("[]").lower().rstrip(".")
-    hosts, networks = _allowlist()
-    if host in hosts:
+    try:
+        addresses = resolve(host)
+    except UnknownHost as error:
+        return f"must name a valid host ({error})"
+    address = refused_address(host, addresses, parse_allowlist(getattr(settings, "GATEWAY_PRIVATE_URL_ALLOWLIST", ())))
+    if address is None:
         return None
-    for address in _addresses(host):
-        if not is_blocked_address(address):
-            continue
-        if any(address.version == network.version and address in network for network in networks):
-            continue
-        return (
-            f"must not point at a private, loopback or link-local address ({address}); "
-            "allow it with GATEWAY_PRIVATE_URL_ALLOWLIST"
-        )
-    return None
+    return (
+        f"must not point at a private, loopback or link-local address ({address}); "
+        "allow it with GATEWAY_PRIVATE_URL_ALLOWLIST"
+    )
 
 
 def url_problem(url: str) -> str | None:

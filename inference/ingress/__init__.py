@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
+from gateway_project.json_input import check_json, needs_scan
 from inference.ingress import (
     chat_loop,
     chat_request,
@@ -43,10 +44,15 @@ SSE_HEADERS = [
 
 
 def _decode(raw: bytes) -> Any:
+    """The decoded wire body, held to the rules of every JSON body (depth, NUL: gateway_project/json_input.py)
+    before any member is read, as on /responses: a 400 naming the field, before routing."""
     try:
-        return orjson.loads(raw) if raw else None
+        body = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError as exc:
         raise GatewayError(400, f"Malformed JSON body: {exc}") from None
+    if needs_scan(raw):
+        check_json(body)
+    return body
 
 
 class Ingress:

@@ -2,10 +2,12 @@
 
 - Only `http` and `https` URLs.
 - Never a private, loopback, link-local, unique-local, multicast or reserved address (the checks of
-  gateway_project.netguard), whether the URL names it literally or a host name resolves to it: the host is
-  resolved by the connector itself and only the addresses that pass are connected to, so DNS rebinding
-  between a check and the connection is not possible. `GATEWAY_WEB_FETCH_ALLOWLIST` (host names and CIDRs)
-  lets an operator allow an internal site; `GATEWAY_ALLOW_PRIVATE_URLS` does not apply here.
+  gateway_project.netguard), whether the URL names it literally (in any form the socket layer reads: `2130706433`,
+  `127.1`, `0x7f000001`, `[::ffff:127.0.0.1]`, `127.0.0.1.`, ...) or a host name resolves to it: every host, IP
+  literals included, is resolved once by the guard inside the connector, and the connection goes to the
+  checked addresses, so DNS rebinding between a check and the connection is not possible.
+  `GATEWAY_WEB_FETCH_ALLOWLIST` (host names and CIDRs) lets an operator allow an internal site;
+  `GATEWAY_ALLOW_PRIVATE_URLS` does not apply here.
 - Redirects are followed by hand (at most `GATEWAY_WEB_FETCH_MAX_REDIRECTS`), each hop checked like the first.
 - At most `GATEWAY_WEB_FETCH_MAX_BYTES` of the (decompressed) body are read; the rest is cut.
 - The whole fetch, redirects included, must finish within `GATEWAY_WEB_FETCH_TIMEOUT` seconds.
@@ -15,17 +17,16 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import ResolveResult
 from django.conf import settings
 
-from gateway_project.netguard import is_blocked_address
+from gateway_project import netguard
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "model-gateway-web-fetch/1.0"
@@ -49,48 +50,53 @@ class Page:
     truncated: bool
 
 
-def _allowlist() -> tuple[set[str], list[Any]]:
-    hosts: set[str] = set()
-    networks: list[Any] = []
-    for entry in settings.GATEWAY_WEB_FETCH_ALLOWLIST:
-        entry = entry.strip().lower()
-        if not entry:
-            continue
+def _allowlist() -> netguard.Allowlist:
+    return netguard.parse_allowlist(settings.GATEWAY_WEB_FETCH_ALLOWLIST)
+
+
+def checked_addresses(host: str) -> list[netguard.IPAddress]:
+    """Every address `host` reaches, when the guard allows all of them; BlockedAddress otherwise."""
+    try:
+        addresses = netguard.resolve(host)
+    except netguard.UnknownHost as error:
+        raise BlockedAddress(str(error)) from None
+    if not addresses:
+        raise BlockedAddress(f"{netguard.normal_host(host)} does not resolve")
+    refused = netguard.refused_address(host, addresses, _allowlist())
+    if refused is not None:
+        name = netguard.normal_host(host)
+        if netguard.literal_address(host) is not None:
+            shown = "" if name == str(refused) else f" ({refused})"
+            raise BlockedAddress(f"{name} is a private or reserved address{shown}")
+        raise BlockedAddress(f"{name} resolves to a private or reserved address ({refused})")
+    return addresses
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """Every host, an IP literal included, is resolved and checked by the guard; the connection goes to the
+    checked addresses themselves (aiohttp would otherwise hand a host it takes for an IP literal, such as
+    `2130706433`, to the socket layer, which reads it as 127.0.0.1)."""
+
+    async def _resolve_host(self, host: str, port: int, traces: Any = None) -> list[ResolveResult]:
         try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            hosts.add(entry.rstrip("."))
-    return hosts, networks
-
-
-def address_allowed(address: str, host: str = "") -> bool:
-    hosts, networks = _allowlist()
-    if host and host.lower().rstrip(".") in hosts:
-        return True
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if not is_blocked_address(ip):
-        return True
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip.version == network.version and ip in network for network in networks)
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolves like the system, then keeps only the addresses the guard allows."""
-
-    def __init__(self) -> None:
-        self._inner = aiohttp.ThreadedResolver()
-
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list:
-        results = await self._inner.resolve(host, port, family)
-        allowed = [r for r in results if address_allowed(r["host"], host)]
-        if not allowed:
-            addresses = ", ".join(sorted({r["host"] for r in results}))
-            raise BlockedAddress(f"{host} resolves to a private or reserved address ({addresses})")
-        return allowed
-
-    async def close(self) -> None:
-        await self._inner.close()
+            literal = netguard.literal_address(host)
+        except netguard.UnknownHost as error:
+            raise BlockedAddress(str(error)) from None
+        if literal is None:
+            addresses = await asyncio.to_thread(checked_addresses, host)
+        else:
+            addresses = checked_addresses(host)
+        return [
+            {
+                "hostname": host,
+                "host": str(address),
+                "port": port,
+                "family": socket.AF_INET6 if address.version == 6 else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address in addresses
+        ]
 
 
 def check_url(url: str) -> str:
@@ -106,16 +112,15 @@ def check_url(url: str) -> str:
     if not host:
         raise FetchError("the URL has no host")
     try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if not address_allowed(host, host):
-        raise FetchError(f"{host} is a private or reserved address")
+        if netguard.literal_address(host) is not None:
+            checked_addresses(host)  # refused before any connection; names are checked as they are resolved
+    except (BlockedAddress, netguard.UnknownHost) as error:
+        raise FetchError(str(error)) from None
     return host
 
 
 def _session() -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(resolver=GuardedResolver(), use_dns_cache=False, force_close=True, limit=4)
+    connector = GuardedConnector(use_dns_cache=False, force_close=True, limit=4)
     return aiohttp.ClientSession(
         connector=connector,
         trust_env=False,
