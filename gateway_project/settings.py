@@ -14,6 +14,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# Request-size and fan-out limits (embeddings, web_fetch), after .env is read.
+from gateway_project.settings_limits import *  # noqa: E402, F403
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")

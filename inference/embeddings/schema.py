@@ -2,8 +2,9 @@
 
 Accepted: `model` (required; not a preset), `models` (fallbacks), `input` (a string, an array of strings, an
 array of token ids, or an array of token-id arrays; at most MAX_INPUTS items, none empty), `dimensions`
-(positive integer), `encoding_format` (`float` or `base64`), `user`, `provider` (routing preferences as on
-/responses). Anything else is a 400 naming it.
+(1..`GATEWAY_EMBEDDINGS_MAX_DIMENSIONS`; with it, inputs x dimensions at most `GATEWAY_EMBEDDINGS_MAX_VALUES`,
+so no answer grows past that many values), `encoding_format` (`float` or `base64`), `user`, `provider`
+(routing preferences as on /responses). Anything else is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from django.conf import settings
 
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.json_input import check_json, needs_scan
 from inference.schema_provider import check_provider
 
 MAX_INPUTS = 2048
-MAX_DIMENSIONS = 65536
+MAX_DIMENSIONS = 65536  # the ceiling of GATEWAY_EMBEDDINGS_MAX_DIMENSIONS
 MAX_IDENTIFIER = 256
 ENCODING_FORMATS = ("float", "base64")
 PRESET_PREFIX = "@preset/"
@@ -72,8 +74,30 @@ def _input(name: str, value: Any) -> None:
 def _dimensions(name: str, value: Any) -> None:
     if value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_DIMENSIONS:
-        raise validation_error(name, f"must be an integer from 1 to {MAX_DIMENSIONS}")
+    limit = min(settings.GATEWAY_EMBEDDINGS_MAX_DIMENSIONS, MAX_DIMENSIONS)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit:
+        raise validation_error(name, f"must be an integer from 1 to {limit}")
+
+
+def input_count(value: Any) -> int:
+    """How many vectors an (already valid) `input` asks for."""
+    if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], int)):
+        return 1
+    return len(value)
+
+
+def _answer_size(body: dict[str, Any]) -> None:
+    """inputs x dimensions within GATEWAY_EMBEDDINGS_MAX_VALUES (the answer's values, held whole)."""
+    dimensions = body.get("dimensions")
+    if dimensions is None:
+        return
+    count, limit = input_count(body["input"]), settings.GATEWAY_EMBEDDINGS_MAX_VALUES
+    if count * dimensions > limit:
+        raise validation_error(
+            "dimensions",
+            f"{count} inputs x {dimensions} dimensions is {count * dimensions:,} values; at most {limit:,} "
+            "per request (send fewer inputs or dimensions)",
+        )
 
 
 def _encoding_format(name: str, value: Any) -> None:
@@ -107,6 +131,7 @@ def validate_embeddings_body(body: Any) -> dict[str, Any]:
         checker(name, value)
     if "input" not in body:
         raise validation_error("input", "is required")
+    _answer_size(body)
     if not body.get("model") and not body.get("models"):
         raise validation_error("model", "is required (or models)")
     return body

@@ -28,6 +28,7 @@ class LoopState:
     stopped_by: str | None = None
     loaded: set[str] = field(default_factory=set)  # deferred function tools found by service:tool_search
     sources: dict[str, str] = field(default_factory=dict)  # url → title found by web tools (citations)
+    tools: dict[str, Any] = field(default_factory=dict)  # a server tool's own per-request state, by tool kind
     log: list[dict[str, Any]] = field(default_factory=list)  # one entry per turn, for service_metadata
 
     def add_usage(self, usage: Usage) -> None:

@@ -4,10 +4,17 @@ Tool object: `{"type": "service:web_fetch", "parameters": {"max_chars": 100..GAT
 (optional). The model sees a function `web_fetch(url)`; each call fetches the URL through the SSRF guard
 (inference.web.fetch: no private addresses, no redirects to them, size and time limits) and gives the model
 the page's title and readable text (inference.web.readable), cut at `max_chars` characters. No fee.
+
+Fan-out: one model turn makes at most `GATEWAY_WEB_FETCH_MAX_CALLS_PER_TURN` fetches and one request at most
+`GATEWAY_WEB_FETCH_MAX_CALLS_PER_REQUEST` (all turns); a call past a cap is not fetched and the model reads an
+error result saying so (the item is `failed`). At most `GATEWAY_WEB_FETCH_CONCURRENCY` fetches of a request
+run at once; the others wait their turn.
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -72,13 +79,53 @@ async def read_page(url: str, max_chars: int) -> tuple[dict[str, Any], str]:
     return fields, heading + text + ("\n[... cut]" if cut else "")
 
 
+@dataclass(slots=True)
+class Fanout:
+    """The fetches of one request: counted per turn and in all, run at most `concurrency` at once."""
+
+    gate: asyncio.Semaphore
+    turn: int = -1
+    in_turn: int = 0
+    total: int = 0
+
+    def refusal(self, turn: int) -> str | None:
+        """Why one more fetch is not made now, or None (then it is counted)."""
+        if turn != self.turn:
+            self.turn, self.in_turn = turn, 0
+        per_turn, per_request = (
+            settings.GATEWAY_WEB_FETCH_MAX_CALLS_PER_TURN,
+            settings.GATEWAY_WEB_FETCH_MAX_CALLS_PER_REQUEST,
+        )
+        if self.in_turn >= per_turn:
+            return f"at most {per_turn} web_fetch calls per turn; this one was not made (fetch fewer pages at once)"
+        if self.total >= per_request:
+            return f"at most {per_request} web_fetch calls per request; this one was not made"
+        self.in_turn += 1
+        self.total += 1
+        return None
+
+
+def _fanout(loop: Any) -> Fanout:
+    fanout = loop.tools.get(KIND)
+    if fanout is None:
+        fanout = loop.tools[KIND] = Fanout(asyncio.Semaphore(max(1, settings.GATEWAY_WEB_FETCH_CONCURRENCY)))
+    return fanout
+
+
 async def _run(ctx: Any, tool: dict[str, Any], arguments: dict[str, Any], loop: Any) -> ToolResult:
     url = arguments.get("url")
     if not isinstance(url, str) or not url.strip():
         return ToolResult(output="Error: `url` must be a non-empty string.", status="failed")
+    fanout = _fanout(loop)
+    refused = fanout.refusal(loop.turns)
+    if refused is not None:
+        return ToolResult(
+            output=f"Error: {url} was not fetched: {refused}.", status="failed", fields={"error": refused}
+        )
     max_chars = (tool.get("parameters") or {}).get("max_chars") or settings.GATEWAY_WEB_FETCH_MAX_CHARS
     try:
-        fields, output = await read_page(url.strip(), max_chars)
+        async with fanout.gate:
+            fields, output = await read_page(url.strip(), max_chars)
     except FetchError as error:
         return ToolResult(
             output=f"Error: {url} could not be fetched: {error}", status="failed", fields={"error": str(error)}

@@ -12,7 +12,8 @@ It speaks the real protocols of the search engines the gateway supports, and ser
                                           is recorded as the query dict
 - `GET /pages/<name>`                     `fake.pages[name]` = (status, content type, body bytes)
 - `GET /redirect?to=<url>`                302 to `to`
-- `GET /slow`                             waits `fake.slow_seconds` before answering
+- `GET /slow`                             waits `fake.slow_seconds` before answering (`fake.most_in_flight`:
+                                          the most /slow requests answered at once)
 - `GET /huge`                             an endless text/html body (bounded only by the client)
 
 `fake.results` is the list of results both engines return (dicts with title, url, snippet).
@@ -44,6 +45,7 @@ class FakeWeb:
 
     def __post_init__(self) -> None:
         self.requests: list[tuple[str, dict[str, str], dict[str, str]]] = []
+        self.in_flight = self.most_in_flight = 0  # requests to /slow being answered now, and the most at once
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
@@ -74,6 +76,7 @@ class FakeWeb:
         self.requests.clear()
         self.results, self.brave_key, self.tavily_key = defaults.results, defaults.brave_key, defaults.tavily_key
         self.pages, self.slow_seconds = defaults.pages, defaults.slow_seconds
+        self.most_in_flight = 0
 
     def searches(self) -> list[str]:
         """The queries the engines received, in order."""
@@ -152,7 +155,12 @@ class FakeWeb:
 
     async def _slow(self, request: web.Request) -> web.Response:
         self._record(request)
-        await asyncio.sleep(self.slow_seconds)
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.slow_seconds)
+        finally:
+            self.in_flight -= 1
         return web.Response(text="<p>late</p>", content_type="text/html")
 
     async def _huge(self, request: web.Request) -> web.StreamResponse:
