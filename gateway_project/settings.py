@@ -29,6 +29,7 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["*"])
 
 INSTALLED_APPS = [
     "daphne",
+    "operations",  # first: its templates (admin and ReDoc pages with the favicon, no outside font) win
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -36,7 +37,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "operations",  # before drf_spectacular: its ReDoc template override loads nothing from outside
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
@@ -184,6 +184,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
+    "DEFAULT_METADATA_CLASS": "gateway_project.api.metadata.GatewayMetadata",  # OPTIONS on every route
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
@@ -213,7 +214,7 @@ SPECTACULAR_SETTINGS = {
     },
     # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
     "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "/static/favicon.ico",
     "REDOC_DIST": "SIDECAR",
     # validatorUrl null: Swagger UI would otherwise show a badge image fetched from validator.swagger.io.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},

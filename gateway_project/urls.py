@@ -3,8 +3,9 @@ routed to its Channels consumer in asgi.py before Django sees it."""
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView
 
+from gateway_project.api.docs_views import RedocPage, SwaggerPage, favicon
 from operations.landing import landing
 
 API_APPS = [
@@ -27,6 +28,7 @@ handler500 = "gateway_project.api.middleware.server_error_view"
 
 urlpatterns = [
     path("", landing, name="landing"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path(
         "api/v1/openapi.json",
@@ -35,12 +37,12 @@ urlpatterns = [
     ),
     path(
         "api/v1/docs",
-        SpectacularSwaggerView.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
+        SwaggerPage.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
         name="openapi-docs",
     ),
     path(
         "api/v1/redoc",
-        SpectacularRedocView.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
+        RedocPage.as_view(url_name="openapi-schema", authentication_classes=[], permission_classes=[]),
         name="openapi-redoc",
     ),
     *[path("api/v1/", include(f"{app}.urls")) for app in API_APPS],
