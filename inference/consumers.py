@@ -139,7 +139,7 @@ class InferenceConsumer:
         request_id = str(new_uuid())
         headers = _headers(scope)
         origin = headers.get("origin")
-        responder = Responder(send, request_id, self.ingress, cors_headers(origin) if origin else ())
+        responder = Responder(send, request_id, self.ingress, cors_headers(origin))
         if scope["method"] == "OPTIONS":
             await responder.start(204, preflight_headers(headers))
             await responder.body(b"")
