@@ -7,7 +7,16 @@ from audit.models import AuditEvent
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "source", "actor", "action", "resource_type", "resource_label", "organization_id")
+    list_display = (
+        "created_at",
+        "source",
+        "actor",
+        "action",
+        "resource_type",
+        "resource_label",
+        "count",
+        "organization_id",
+    )
     list_filter = ("source", "action", "resource_type", "actor_type")
     search_fields = ("actor", "actor_name", "resource_id", "resource_label", "request_id")
     date_hierarchy = "created_at"

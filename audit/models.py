@@ -30,6 +30,9 @@ class AuditEvent(models.Model):
     system account that ran a management command (command).
     `changes` maps each changed field to `{"old": ..., "new": ...}`; a secret field shows `"***"` (or
     `"*** (changed)"`), never its value. A refusal's `changes` holds what was refused (status, message, model).
+
+    Refusals are aggregated: one row per key, reason (`resource_type` and `resource_id`) and minute (`minute`),
+    whose `count` is the number of requests refused so; `created_at`, `changes` and `request_id` are the first's.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False, verbose_name="ID")
@@ -48,12 +51,21 @@ class AuditEvent(models.Model):
     request_id = models.CharField(
         max_length=64, blank=True, default="", verbose_name="request ID"
     )  # X-Request-Id of a refused request
+    count = models.PositiveIntegerField(default=1, help_text="Requests this record stands for (refusals)")
+    minute = models.DateTimeField(null=True, blank=True, help_text="A refusal's minute (its aggregation bucket)")
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["organization_id", "-created_at"], name="audit_org_time"),
             models.Index(fields=["organization_id", "resource_type", "resource_id"], name="audit_org_resource"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization_id", "actor", "resource_type", "resource_id", "minute"],
+                condition=models.Q(action="refuse"),
+                name="audit_refusal_per_minute",
+            ),
         ]
 
     def __str__(self) -> str:

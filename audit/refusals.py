@@ -4,18 +4,27 @@ Written after the refused answer went out (an `operations.measure.after_response
 the accounting rows (gateway_project/group_commit.py): refusals finishing within GATEWAY_ACCOUNTING_FLUSH_MS
 are inserted in one statement on the data plane's database thread, retried while the database is
 unreachable, and a failed batch falls back to row-by-row inserts.
+
+Aggregated: one record per key, reason (`resource_type`, `resource_id`) and minute, whose `count` says how many
+requests were refused so (the first one's status, message and request id are kept). A key hammering a spent
+budget adds one row a minute, not one per request. Each batch also prunes the audit log past its retention
+(audit/retention.py), at most once every PRUNE_EVERY seconds per process.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from audit.models import Action, AuditEvent, Source
 from audit.recording import json_value
+from audit.retention import prune_now_and_then
 from gateway_project.db_thread import in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 
@@ -24,8 +33,39 @@ logger = logging.getLogger("gateway.audit")
 REFUSED_RESOURCE = {402: "budget", 403: "guardrail"}
 
 
+def _bucket(event: AuditEvent) -> tuple:
+    return (event.organization_id, event.actor, event.resource_type, event.resource_id, event.minute)
+
+
+def _add(event: AuditEvent, count: int) -> None:
+    """Add `count` refusals to the record of `event`'s bucket, creating it when it is the minute's first."""
+    organization_id, actor, resource_type, resource_id, minute = _bucket(event)
+    same = AuditEvent.objects.filter(
+        action=Action.REFUSE,
+        organization_id=organization_id,
+        actor=actor,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        minute=minute,
+    )
+    if same.update(count=F("count") + count):
+        return
+    event.count = count
+    try:
+        with transaction.atomic():
+            event.save(force_insert=True)
+    except IntegrityError:  # another process created the minute's record meanwhile
+        same.update(count=F("count") + count)
+
+
 def _insert(events: list[AuditEvent]) -> None:
-    AuditEvent.objects.bulk_create(events)
+    counts = Counter(_bucket(event) for event in events)
+    first: dict[tuple, AuditEvent] = {}
+    for event in events:
+        first.setdefault(_bucket(event), event)
+    for bucket, event in first.items():
+        _add(event, counts[bucket])
+    prune_now_and_then()
 
 
 _insert_in_db_thread = in_db_thread(_insert)
@@ -61,9 +101,11 @@ def refusal_event(finished: Any) -> AuditEvent | None:
         return None
     principal = ctx.principal
     metadata = error.metadata or {}
+    now = timezone.now()
     return AuditEvent(
         organization_id=principal.organization_id,
-        created_at=timezone.now(),
+        created_at=now,
+        minute=now.replace(second=0, microsecond=0),
         source=Source.DATA_PLANE,
         actor_type="api_key",
         actor=principal.key_hash,

@@ -30,6 +30,7 @@ class AuditEventSerializer(serializers.ModelSerializer):
             "action",
             "changes",
             "request_id",
+            "count",
         ]
 
 

@@ -1,5 +1,5 @@
-"""Request-size and fan-out limits of the data plane, read from the environment (part of the settings module;
-every variable is listed, with its default, in `.env.example` and the README)."""
+"""Request-size and fan-out limits of the data plane and the audit log's retention, read from the environment
+(part of the settings module; every variable is listed, with its default, in `.env.example` and the README)."""
 
 import environ
 
@@ -14,5 +14,8 @@ GATEWAY_EMBEDDINGS_MAX_VALUES = _env.int("GATEWAY_EMBEDDINGS_MAX_VALUES", defaul
 GATEWAY_WEB_FETCH_MAX_CALLS_PER_TURN = _env.int("GATEWAY_WEB_FETCH_MAX_CALLS_PER_TURN", default=10)
 GATEWAY_WEB_FETCH_MAX_CALLS_PER_REQUEST = _env.int("GATEWAY_WEB_FETCH_MAX_CALLS_PER_REQUEST", default=30)
 GATEWAY_WEB_FETCH_CONCURRENCY = _env.int("GATEWAY_WEB_FETCH_CONCURRENCY", default=4)
+# The audit log keeps its records this many days (0: forever); `manage.py prune_audit_log` and the refusal
+# writer (hourly) delete older ones.
+GATEWAY_AUDIT_RETENTION_DAYS = _env.float("GATEWAY_AUDIT_RETENTION_DAYS", default=365.0)
 
 __all__ = [name for name in dir() if name.startswith("GATEWAY_")]
