@@ -191,3 +191,19 @@ def test_admin_provider_form_refuses_a_secret_api_key_env_and_bad_timeouts():
     assert "api_key_env" in form.errors and "timeouts" in form.errors
     form = ProviderForm(data={**data, "api_key_env": "EXAMPLE_API_KEY", "timeouts": '{"total": 30}', "regions": "[]"})
     assert form.is_valid(), form.errors
+
+
+@pytest.mark.parametrize(
+    "host", ["2130706433", "127.1", "0", "0177.0.0.1", "127.000.000.001", "0x7f000001", "127.0.0.1.", "2852039166"]
+)
+def test_every_numeric_spelling_of_a_private_address_is_refused(api, host):
+    """The admin-URL check reads a host as the socket layer does (gateway_project/netguard.py), like the web fetch."""
+    assert_refused(webhook(api, f"http://{host}:8080/hook"), "config.url")
+
+
+def test_a_numeric_host_no_resolver_reads_is_refused(api):
+    response = webhook(api, "http://1.2.3.4.5/hook")
+    assert response.status_code == 400
+    assert (
+        response.json()["error"]["message"] == "config.url: must name a valid host (1.2.3.4.5 is not a valid address)"
+    )
