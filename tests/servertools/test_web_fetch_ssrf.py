@@ -27,6 +27,7 @@ LOOPBACK_FORMS = [
     "[::ffff:7f00:1]",
     "[::1]",
     "LOCALHOST",
+    "１２７.０.０.１",  # full-width digits: IDNA maps them to 127.0.0.1 before the connector sees the host
 ]
 METADATA_DECIMAL = "2852039166"  # 169.254.169.254
 INTERNAL = "intranet.example"
