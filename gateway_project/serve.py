@@ -1,6 +1,8 @@
 """`python -m gateway_project.serve gateway_project.asgi:application [uvicorn options]`: uvicorn's command line
 with the gateway's HTTP protocol (request head size limit, request read deadline: server_protocol.py) in
-place of httptools, for `--http auto` (the default) and `--http httptools`.
+place of httptools, for `--http auto` (the default) and `--http httptools`, and uvicorn's server with the
+drain of gateway_project/draining.py (on SIGTERM: readiness 503 for GATEWAY_DRAIN_SECONDS while still serving,
+then the graceful shutdown; exit status 0).
 
 Proxy headers (`X-Forwarded-For`, `X-Forwarded-Proto`) are off unless trusted proxies are configured: uvicorn
 turns them on by default, trusting 127.0.0.1, which wraps every request in its proxy-headers middleware (CPU
@@ -10,6 +12,7 @@ turns them on, trusting those addresses."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -23,9 +26,12 @@ def main() -> None:
     config.HTTP_PROTOCOLS["auto"] = PROTOCOL
     config.HTTP_PROTOCOLS["httptools"] = PROTOCOL
     sys.argv[1:] = with_proxy_headers_default(sys.argv[1:], os.environ)
-    from uvicorn.main import main as uvicorn_main
+    uvicorn_main = importlib.import_module("uvicorn.main")  # the module (`uvicorn.main` is also its function)
 
-    uvicorn_main()
+    from gateway_project.draining import DrainingServer
+
+    uvicorn_main.Server = DrainingServer  # SIGTERM: leave the balancer's rotation first (draining.py)
+    uvicorn_main.main()
 
 
 def with_proxy_headers_default(args: list[str], environ) -> list[str]:

@@ -306,6 +306,8 @@ GATEWAY_REDIS_TIMEOUT_SECONDS = env.float("GATEWAY_REDIS_TIMEOUT_SECONDS", defau
 # Seconds a batch of Generation rows is retried while the database is unreachable (restart, failover).
 GATEWAY_ACCOUNTING_RETRY_SECONDS = env.float("GATEWAY_ACCOUNTING_RETRY_SECONDS", default=60.0)
 
+# On SIGTERM, seconds a replica serves with readiness 503 before it stops accepting (gateway_project/draining.py).
+GATEWAY_DRAIN_SECONDS = env.float("GATEWAY_DRAIN_SECONDS", default=10.0)
 # At shutdown (ASGI lifespan, gateway_project/lifespan.py): how long to wait, after uvicorn's
 # --timeout-graceful-shutdown, for cancelled requests to write their accounting.
 GATEWAY_SHUTDOWN_DRAIN_SECONDS = env.float("GATEWAY_SHUTDOWN_DRAIN_SECONDS", default=10.0)

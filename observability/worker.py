@@ -3,9 +3,10 @@
 - Claiming: on PostgreSQL `SELECT ... FOR UPDATE SKIP LOCKED` then a lease (`claim_token` set and
   `next_attempt_at` pushed past the delivery time limit), so concurrent workers never take the same row; on
   SQLite a compare-and-set UPDATE per row does the same. A worker that dies mid-delivery loses its lease and
-  the row is claimed again when the lease ends. Statements after the claim (reading the rows, writing an
-  outcome) are retried for a moment when the database refuses them, so a passing fault does not leave a
-  delivered row to be sent again.
+  the row is claimed again when the lease ends; one that stops (SIGTERM) finishes the deliveries in flight and
+  releases the claimed rows it had not started (due at once for another worker). Statements after the claim
+  (reading the rows, writing an outcome) are retried for a moment when the database refuses them, so a passing
+  fault does not leave a delivered row to be sent again.
 - Payload: built here from the generation's stored trace (observability/bodies.py, decrypted), after the
   destination's `filter_rules` (RE2) let it through; a row they do not is `filtered` (not sent, kept like a
   delivered one). A row whose trace is gone (retention) or cannot be decrypted is dead.
@@ -204,9 +205,21 @@ class Worker:
         wanted = {row.generation_id for row in rows if row.payload is None}
         traces = TraceBody.objects.filter(pk__in=wanted).values_list("generation_id", "data")
         bodies = retried(lambda: dict(traces), "reading the claimed rows' traces") if wanted else {}
-        for row in rows:
+        for index, row in enumerate(rows):
+            if self.stop.is_set():  # stopping (SIGTERM): the rows not started go back for another worker now
+                self.release(rows[index:])
+                break
             self.deliver(row, bodies.get(row.generation_id))
         return len(rows)
+
+    def release(self, rows: list[OutboxEntry]) -> int:
+        """Give back claimed rows not delivered: due at once, unclaimed (rather than waiting for their lease)."""
+        claimed = OutboxEntry.objects.filter(
+            id__in=[row.id for row in rows], claim_token=rows[0].claim_token, status=DeliveryStatus.PENDING
+        )
+        released = retried(lambda: claimed.update(claim_token=None, next_attempt_at=timezone.now()), "releasing rows")
+        logger.info("observability worker stopping: released %s claimed rows not delivered", released)
+        return released
 
     def drain(self, rounds: int = 1000) -> int:
         """Deliver in this thread until nothing is due (tests and `--once`)."""

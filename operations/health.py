@@ -6,7 +6,8 @@ no thread hop for `live`.
 - `/health/live`: the process answers (200 `{"status": "ok"}`); never touches the database.
 - `/health/ready`: the database answers a query, Redis answers PING when `REDIS_URL` is set, and every
   migration on disk is applied. 200 `{"status": "ok", "checks": {...}}`, otherwise 503 in the error
-  envelope, `metadata.checks` naming what failed, with `Retry-After`.
+  envelope, `metadata.checks` naming what failed, with `Retry-After`. From SIGTERM on (the drain,
+  gateway_project/draining.py) 503 at once, `metadata.checks.shutdown` = "draining", no check run.
 
 Cheap: the database check runs on a thread of its own (a busy data plane thread never delays it, a hung
 database never blocks the data plane), each check has a time limit (GATEWAY_HEALTH_TIMEOUT_SECONDS), and
@@ -26,6 +27,7 @@ from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_thread import DatabaseThread
+from gateway_project.draining import state as drain_state
 
 logger = logging.getLogger("gateway.health")
 
@@ -127,6 +129,10 @@ async def health_app(scope, receive, send) -> None:
         return
     if scope["path"].rstrip("/").endswith("/live"):
         await _send_json(send, 200, {"status": "ok", "pid": os.getpid()})
+        return
+    if drain_state.draining:  # SIGTERM received: leave the balancer's rotation (gateway_project/draining.py)
+        error = GatewayError(503, "Not ready: the process is stopping", metadata={"checks": {"shutdown": "draining"}})
+        await _send_json(send, 503, error.envelope(), error.headers)
         return
     checks = await readiness.check()
     if all(value in ("ok", "not configured") for value in checks.values()):

@@ -334,3 +334,27 @@ def test_purge_deletes_old_delivered_rows_only(api, org, receiver):
     assert worker.purge() == 1
     assert not OutboxEntry.objects.filter(pk=old.pk).exists()
     assert OutboxEntry.objects.count() == 2 and dead.get().status == "dead"
+
+
+@pytest.mark.django_db
+def test_a_stopping_worker_releases_the_claimed_rows_it_did_not_start(api, org, receiver):
+    """SIGTERM sets `stop`: the delivery in flight finishes, the other claimed rows are due at once for another
+    worker instead of waiting for their lease (minutes)."""
+    webhook(api, receiver)
+    for _ in range(4):
+        record_generation(org)
+    stopping = make_worker(batch_size=4)
+    deliver = stopping.deliver
+
+    def deliver_then_stop(row, token=None):
+        deliver(row, token)
+        stopping.stop.set()  # the signal arrives during the first delivery
+
+    stopping.deliver = deliver_then_stop
+    assert stopping.run_once() == 4
+    assert len(receiver.requests) == 1
+    pending = OutboxEntry.objects.filter(status="pending")
+    assert pending.count() == 3
+    assert all(row.claim_token is None and row.next_attempt_at <= timezone.now() for row in pending)
+    assert make_worker(batch_size=4).run_once() == 3  # taken by another worker at once
+    assert OutboxEntry.objects.filter(status="delivered").count() == 4 and len(receiver.requests) == 4
