@@ -35,11 +35,23 @@ def serve_command(port: int, graceful_timeout: float = 20) -> list[str]:
     """The production command line (README, docs/deploy.md) on a loopback port."""
     command = [sys.executable, "-m", "gateway_project.serve", "gateway_project.asgi:application"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "on", "--no-server-header"]
-    command += ["--timeout-graceful-shutdown", f"{graceful_timeout:g}", "--log-level", "warning", "--no-access-log"]
+    command += [
+        "--timeout-graceful-shutdown",
+        f"{graceful_timeout:g}",
+        "--timeout-keep-alive",
+        "75",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     return command
 
 
+def spawn_gateway(port: int, env: dict[str, str], log, graceful_timeout: float = 20) -> subprocess.Popen:
+    return subprocess.Popen(serve_command(port, graceful_timeout), cwd=BASE_DIR, env=env, stdout=log, stderr=log)
+
+
 def start_gateway(port: int, env: dict[str, str], log, graceful_timeout: float = 20) -> subprocess.Popen:
-    process = subprocess.Popen(serve_command(port, graceful_timeout), cwd=BASE_DIR, env=env, stdout=log, stderr=log)
+    process = spawn_gateway(port, env, log, graceful_timeout)
     wait_for_port(port, process, timeout=120)  # the shared machine may be busy
     return process
