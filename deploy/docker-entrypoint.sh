@@ -6,6 +6,9 @@
 #   migrate                   apply database migrations (a one-shot job before serving a new version)
 #   bootstrap [options]       first organization, admin user and keys; catalog entries the database lacks
 #   manage <command> [...]    any management command (aggregate_rankings, budgets_reap, createsuperuser...)
+#   schedule                  the periodic jobs where no cron runs them (docker compose): budgets_reap every
+#                             GATEWAY_SCHEDULE_INTERVAL_SECONDS (900), aggregate_rankings and
+#                             purge_response_cache --expired once per UTC day (at start, then after midnight)
 #
 # serve reads GATEWAY_PORT (8000), GATEWAY_WORKERS (1 process; scale with replicas, or set about one per core
 # given to the container) and GATEWAY_GRACEFUL_TIMEOUT_SECONDS (30: how long streams in flight may take to
@@ -34,8 +37,22 @@ case "$role" in
   migrate) exec python manage.py migrate --noinput "$@" ;;
   bootstrap) exec python manage.py bootstrap "$@" ;;
   manage) exec python manage.py "$@" ;;
+  schedule)
+    trap 'exit 0' TERM INT
+    done_day=""
+    while :; do
+      python manage.py budgets_reap || echo "budgets_reap failed; next try in one interval" >&2
+      today="$(date -u +%F)"
+      if [ "$today" != "$done_day" ]; then
+        python manage.py aggregate_rankings --no-progress && python manage.py purge_response_cache --expired \
+          && done_day="$today" || echo "the daily jobs failed; next try in one interval" >&2
+      fi
+      sleep "${GATEWAY_SCHEDULE_INTERVAL_SECONDS:-900}" &
+      wait $!
+    done
+    ;;
   *)
-    echo "unknown role '$role': serve, worker, migrate, bootstrap or manage <command>" >&2
+    echo "unknown role '$role': serve, worker, migrate, bootstrap, schedule or manage <command>" >&2
     exit 64
     ;;
 esac
