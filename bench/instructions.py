@@ -63,6 +63,7 @@ def environment(upstream_port: int) -> dict[str, str]:
         DJANGO_DEBUG="false",
         DJANGO_SECRET_KEY="bench-only-secret-key-0123456789abcdefghijklmnop",
         GATEWAY_LOG_LEVEL="WARNING",
+        GATEWAY_DRAIN_SECONDS="0",  # no balancer in front: SIGTERM stops at once
     )
     # Under callgrind the worker runs about SLOWDOWN times slower than PostgreSQL and Redis answer: its own time
     # limits are stretched as much (unless set), or a reply it is slow to read is taken for a failure (a 503 of

@@ -66,6 +66,7 @@ class Stack:
             DJANGO_SECRET_KEY="load-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
             GATEWAY_BYOK_ENCRYPTION_KEYS=base64.urlsafe_b64encode(os.urandom(32)).decode(),
             GATEWAY_LOG_LEVEL="WARNING",
+            GATEWAY_DRAIN_SECONDS="0",  # no balancer in front: SIGTERM stops at once
             BENCH_KEY="sk-bench-upstream",
             UPSTREAM_PORT=str(self.upstream_port),
             FAKE_CHUNKS=str(self.chunks),

@@ -126,6 +126,7 @@ def start_gateway(name: str, database_url: str, redis_url: str, upstream_port: i
         DJANGO_SECRET_KEY="bench-only-secret-key-0123456789abcdefghijklmnop",
         GATEWAY_BYOK_ENCRYPTION_KEYS=base64.urlsafe_b64encode(os.urandom(32)).decode(),
         GATEWAY_LOG_LEVEL="WARNING",
+        GATEWAY_DRAIN_SECONDS="0",  # no balancer in front: SIGTERM stops at once
         BENCH_KEY="sk-fake",  # the upstream key, the same for LiteLLM (bench/litellm.yaml)
         UPSTREAM_PORT=str(upstream_port),
         BENCH_API_FORMAT="openai-responses",

@@ -227,6 +227,7 @@ def _server_env(directory: str) -> dict[str, str]:
         DJANGO_SECRET_KEY=secrets.token_urlsafe(48),
         GATEWAY_BYOK_ENCRYPTION_KEYS=base64.urlsafe_b64encode(os.urandom(32)).decode(),
         GATEWAY_LOG_LEVEL="ERROR",
+        GATEWAY_DRAIN_SECONDS="0",  # no balancer in front: SIGTERM stops at once
     )
     return env
 

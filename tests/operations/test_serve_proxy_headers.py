@@ -46,6 +46,7 @@ def serve_and_scrape(tmp_path, extra_env: dict) -> int:
         "REDIS_URL": "",
         "DJANGO_SECRET_KEY": "serve-test",
         "GATEWAY_LOG_LEVEL": "WARNING",
+        "GATEWAY_DRAIN_SECONDS": "0",  # no balancer in front: SIGTERM stops at once
         **extra_env,
     }
     command = [sys.executable, "-m", "gateway_project.serve", "gateway_project.asgi:application"]
