@@ -16,13 +16,22 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
+import pytest
+from django.conf import settings
 
 from tests.budgets.test_concurrency import wait_for_port
 from tests.conftest import free_port
 from tests.deploy.processes import BASE_DIR
+
+# The entry point runs on a SQLite file of its own whatever the suite's database: once per CI run is enough.
+pytestmark = pytest.mark.skipif(
+    settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3",
+    reason="independent of the suite's database: runs in the SQLite suite",
+)
 
 ENTRYPOINT = BASE_DIR / "deploy" / "docker-entrypoint.sh"
 DOCKERFILE = (BASE_DIR / "Dockerfile").read_text()
@@ -92,3 +101,31 @@ def test_entrypoint_migrates_serves_answers_the_healthcheck_and_stops_with_0(tmp
             if server.poll() is None:
                 server.kill()
                 server.wait()
+
+
+def test_the_schedule_role_runs_the_periodic_jobs_and_stops_on_sigterm(tmp_path):
+    env = entrypoint_env(tmp_path, GATEWAY_SCHEDULE_INTERVAL_SECONDS="3600")
+    migrate = subprocess.run([str(ENTRYPOINT), "migrate"], cwd=BASE_DIR, env=env, capture_output=True, text=True)
+    assert migrate.returncode == 0, migrate.stderr[-2000:]
+    with tempfile.TemporaryFile() as log:
+        scheduler = subprocess.Popen([str(ENTRYPOINT), "schedule"], cwd=BASE_DIR, env=env, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + 120
+            while b"expired entries deleted" not in (output := log_text(log)) and time.monotonic() < deadline:
+                assert scheduler.poll() is None, output
+                time.sleep(0.2)
+            scheduler.send_signal(signal.SIGTERM)  # while it sleeps until the next round
+            assert scheduler.wait(30) == 0
+        finally:
+            if scheduler.poll() is None:
+                scheduler.kill()
+                scheduler.wait()
+        output = log_text(log).decode()
+    assert "charged 0 expired reservation(s)" in output  # budgets_reap
+    assert "Aggregated 1 day(s)" in output and "0 expired entries deleted" in output  # the daily jobs, once at start
+    assert "failed" not in output, output
+
+
+def log_text(log) -> bytes:
+    log.seek(0)
+    return log.read()
