@@ -377,3 +377,28 @@ def test_a_lease_time_out_of_range_is_refused_at_start(value):
     env = {**os.environ, "DJANGO_SECRET_KEY": "x", "GATEWAY_RATE_LIMIT_LEASE_MS": value}
     out = subprocess.run([sys.executable, "-c", read], cwd=BASE_DIR, env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "GATEWAY_RATE_LIMIT_LEASE_MS" in out.stderr
+
+
+def test_shutdown_waits_for_open_leases_to_give_back_what_they_hold(sends):
+    """The ASGI lifespan's drain (gateway_project/lifespan.py) counts this process's open leases and queued
+    settlements: a stopping process returns its unused slots and tokens instead of leaving them held."""
+    from gateway_project.lifespan import drain
+    from ratelimits.apps import redis_pending
+
+    key = limit(rpm=10_000, tpm=10**7)
+    limits = [key]
+
+    async def scenario():
+        await limiter.check(limits, "a", 0)
+        await limiter.check(limits, "b", 0)
+        first = await limiter.check(limits, "c", 10)  # asks a lease: FIRST_SLOTS x 10 tokens
+        assert first.lease == "c"
+        assert limiter.settle_soon(first, limits, "c", 3) is None
+        assert redis_pending() > 0  # the lease is open
+        assert await drain(5.0) == 0
+        assert redis_pending() == 0  # ended, and its returns sent
+        await asyncio.sleep(0.05)  # the script reaches Redis before this test's own connection asks
+        assert await window(key) == (3, 3, 3)  # a, b, c; only c's 3 tokens held: the lease gave back the rest
+        await _close_clients()
+
+    asyncio.run(scenario())
