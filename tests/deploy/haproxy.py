@@ -11,9 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.deploy.processes import BASE_DIR
+from tests.missing_tools import skip_or_fail
 
 CONFIG = BASE_DIR / "deploy" / "haproxy" / "haproxy.cfg"
 REQUIRE = "GATEWAY_REQUIRE_HAPROXY"  # set by .ci/run: a missing haproxy fails the test instead of skipping it
@@ -22,10 +21,7 @@ REQUIRE = "GATEWAY_REQUIRE_HAPROXY"  # set by .ci/run: a missing haproxy fails t
 def haproxy_binary() -> str:
     binary = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.access("/usr/sbin/haproxy", os.X_OK) else None)
     if binary is None:
-        message = "haproxy is not installed (apt-get install haproxy; .ci/run installs it)"
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"{message}, and {REQUIRE} is set")
-        pytest.skip(message)
+        skip_or_fail("haproxy", "apt-get install haproxy", REQUIRE)
     return binary
 
 

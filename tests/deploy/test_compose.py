@@ -12,11 +12,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.deploy.haproxy import haproxy_binary
 from tests.deploy.processes import BASE_DIR
+from tests.missing_tools import skip_or_fail
 
 DEPLOY = BASE_DIR / "deploy"
 REQUIRE = "GATEWAY_REQUIRE_COMPOSE"
@@ -25,10 +25,7 @@ REQUIRE = "GATEWAY_REQUIRE_COMPOSE"
 def compose_binary() -> str:
     binary = shutil.which("docker-compose")
     if binary is None:
-        message = "docker-compose is not installed (apt-get install docker-compose; .ci/run installs it)"
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"{message}, and {REQUIRE} is set")
-        pytest.skip(message)
+        skip_or_fail("docker-compose", "apt-get install docker-compose", REQUIRE)
     return binary
 
 

@@ -15,11 +15,11 @@ import shutil
 import subprocess
 
 import kubernetes_validate
-import pytest
 import yaml
 from cryptography.fernet import Fernet
 
 from tests.deploy.processes import BASE_DIR
+from tests.missing_tools import skip_or_fail
 
 CHART = BASE_DIR / "deploy" / "helm" / "model-gateway"
 REQUIRE = "GATEWAY_REQUIRE_HELM"
@@ -31,10 +31,7 @@ NOT_IN_THE_CORE_SCHEMA = {"ServiceMonitor"}  # a CRD of the Prometheus Operator:
 def helm_binary() -> str:
     binary = os.environ.get("GATEWAY_HELM") or shutil.which("helm")
     if binary is None:
-        message = "helm is not installed (sh deploy/helm/install-helm.sh; .ci/run runs it)"
-        if os.environ.get(REQUIRE):
-            pytest.fail(f"{message}, and {REQUIRE} is set")
-        pytest.skip(message)
+        skip_or_fail("helm", "sh deploy/helm/install-helm.sh", REQUIRE)
     return binary
 
 
