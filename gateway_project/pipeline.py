@@ -203,6 +203,8 @@ class Outcome:
     output: list[dict[str, Any]] = field(default_factory=list)  # Responses-format output items
     completed_at: datetime | None = None
     cache_hit: bool = False  # answered from the response cache (responsecache/): no upstream call, cost 0
+    # The router parameters left out for the endpoint that answered (inference.router_parameters), public names.
+    omitted_parameters: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

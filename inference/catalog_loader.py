@@ -230,6 +230,11 @@ def load_catalog(data: dict[str, Any], *, update: bool = False) -> CatalogSummar
             )
         defaults = {f: entry[f] for f in ENDPOINT_FIELDS if f in entry}
         defaults.setdefault("upstream_model", model.slug.split("/", 1)[-1])
+        declared = entry.get("supported_parameters")
+        if declared is not None and (
+            not isinstance(declared, list) or not all(isinstance(p, str) and p.strip() for p in declared)
+        ):
+            raise CatalogError(f"{where}: 'supported_parameters' must be a list of parameter names")
         if "is_free" in entry and not isinstance(entry["is_free"], bool):
             raise CatalogError(f"{where}: 'is_free' must be a boolean")
         for field in PRICE_FIELDS:

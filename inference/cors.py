@@ -42,7 +42,7 @@ def cors_headers(origin: str | None) -> list[tuple[bytes, bytes]]:
     return [
         (b"access-control-allow-origin", value),
         VARY,
-        (b"access-control-expose-headers", b"x-request-id, retry-after, x-service-cache"),
+        (b"access-control-expose-headers", b"x-request-id, retry-after, x-service-cache, x-service-omitted-parameters"),
     ]
 
 

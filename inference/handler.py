@@ -33,6 +33,7 @@ from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
+from inference.router_parameters import note_omitted, omit_unsupported, router_parameters_used
 from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
 
@@ -41,7 +42,20 @@ SHAPE_KEY = "inference.plugins.shape"  # ctx.extras: (body, candidate) -> the bo
 JSON_HEADERS = [(b"content-type", b"application/json")]
 # Fields the gateway consumes itself; they never go upstream.
 GATEWAY_FIELDS = frozenset(
-    {"models", "provider", "route", "debug", "session_id", "trace", "plugins", "metadata", "user", "stream_options"}
+    {
+        "models",
+        "provider",
+        "route",
+        "debug",
+        "session_id",
+        "trace",
+        "plugins",
+        "metadata",
+        "user",
+        "stream_options",
+        "usage",
+        "transforms",
+    }
 )
 ERROR_MAPPING: dict[ProviderErrorKind, tuple[int, str, str]] = {
     ProviderErrorKind.RATE_LIMITED: (429, "rate_limit_exceeded", "Provider rate limit exceeded"),
@@ -260,8 +274,12 @@ async def call_with_fallback(
     errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
     shape = ctx.extras.get(SHAPE_KEY)  # plugins that rewrite the body per candidate (inference.plugins)
+    used = router_parameters_used(body)  # sampling parameters: each endpoint is sent those it supports
     for candidate in candidates:
         sent = body
+        if used:
+            sent, omitted = omit_unsupported(body, used, candidate)
+            note_omitted(ctx, omitted)
         if shape is not None:
             try:
                 sent = shape(body, candidate)

@@ -1,8 +1,9 @@
 """OpenAPI operations of POST /api/v1/chat/completions and POST /api/v1/messages (Channels consumers, not DRF
 views), added to the document by `inference.openapi.add_responses_operation`.
 
-The request schemas list every member the ingress adapters accept (`additionalProperties: false`: any other
-member is a 400 naming it); see docs/wire-formats.md for what each one becomes and what is refused.
+The request schemas list every member the ingress adapters know; any other member is forwarded as sent to an
+upstream speaking the same format, and is a 400 naming it when the request is translated (docs/wire-formats.md
+says what each one becomes and what is refused).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def _request(members: set[str], types: dict[str, Any], required: list[str], desc
     properties = {name: types.get(name) or FIELD_SCHEMAS.get(name) or ANY for name in sorted(members)}
     return {
         "type": "object",
-        "additionalProperties": False,
+        "additionalProperties": True,
         "required": required,
         "properties": properties,
         "description": description,
@@ -119,14 +120,16 @@ CHAT_REQUEST = _request(
     set(CHAT_HANDLED) | set(CHAT_SHARED),
     CHAT_TYPES,
     ["messages"],
-    "An OpenAI Chat Completions request; `model` (or `models`) is required too.",
+    "An OpenAI Chat Completions request; `model` (or `models`) is required too. Other members go as sent to "
+    "openai-chat upstreams (a 400 naming them when translated).",
 )
 CHAT_REQUEST["example"] = {"model": "echo/echo-1", "messages": [{"role": "user", "content": "Hello"}]}
 MESSAGES_REQUEST = _request(
     set(MESSAGES_HANDLED) | set(MESSAGES_SHARED),
     MESSAGES_TYPES,
     ["messages", "max_tokens"],
-    "An Anthropic Messages request; `model` (or `models`) is required too.",
+    "An Anthropic Messages request; `model` (or `models`) is required too. Other members go as sent to "
+    "anthropic-messages upstreams (a 400 naming them when translated).",
 )
 MESSAGES_REQUEST["example"] = {
     "model": "echo/echo-1",

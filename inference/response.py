@@ -123,6 +123,7 @@ def service_metadata(ctx: Context) -> dict[str, Any]:
             "total": len(candidates),
         },
         "is_byok": outcome.credential_is_byok,
+        "omitted_parameters": list(outcome.omitted_parameters),
         "pipeline": ctx.pipeline,
         "region": ctx.region,
         "requested": requested,

@@ -23,6 +23,7 @@ from inference import credentials
 from inference.endpoint_traffic import clear_traffic_cache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
+from inference.router_parameters import required_names, supports_all
 from inference.routers.quality import as_pairs
 from inference.routers.route import remember_pin, route_model
 from inference.routers.select import clear_pins
@@ -30,21 +31,6 @@ from inference.routing_features import feature_checks
 
 _catalog = PolicyCache("catalog")
 MILLION = Decimal(1_000_000)
-# Request fields that need an endpoint to declare support when `provider.require_parameters` is true.
-ROUTED_PARAMETERS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "frequency_penalty",
-    "presence_penalty",
-    "top_logprobs",
-    "max_output_tokens",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "reasoning",
-    "text",
-)
 STICKY_SESSIONS_MAX = 100_000
 MODERATION = "moderation"  # the output modality of moderation models (POST /moderations, the moderation plugin)
 EMBEDDINGS = "embeddings"  # the output modality of embedding models, and the ingress format of POST /embeddings
@@ -138,10 +124,6 @@ def _price_key(candidate: Candidate) -> Decimal:
     return candidate.prompt_price + candidate.completion_price
 
 
-def _used_parameters(body: dict[str, Any]) -> list[str]:
-    return [name for name in ROUTED_PARAMETERS if body.get(name) not in (None, [], {})]
-
-
 def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tuple[str, Any]]:
     """(reason, predicate) pairs from the `provider` preferences."""
     filters: list[tuple[str, Any]] = []
@@ -156,11 +138,11 @@ def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tup
     if prefs.get("zdr"):
         filters.append(("provider.zdr requires zero data retention", lambda c: c.zdr))
     if prefs.get("require_parameters"):
-        used = _used_parameters(body)
+        used = required_names(body)
         filters.append(
             (
-                f"provider.require_parameters: no endpoint supports {', '.join(used)}",
-                lambda c: all(p in c.supported_parameters for p in used),
+                f"provider.require_parameters: no endpoint supports all of {', '.join(used)}",
+                lambda c: supports_all(c, used),
             )
         )
     max_price = prefs.get("max_price") or {}
@@ -177,7 +159,7 @@ def _preference_filters(prefs: dict[str, Any], body: dict[str, Any]) -> list[tup
 
 
 def _apply_filters(ctx: Context, candidates: list[Candidate]) -> list[Candidate]:
-    for field, reason, allows in feature_checks(ctx.body, ctx.stream):
+    for field, reason, allows in feature_checks(ctx.body, ctx.stream, ctx.ingress_format):
         candidates = [c for c in candidates if allows(c)]
         if not candidates:
             raise validation_error(field, reason)
@@ -345,7 +327,7 @@ def select_candidates(
 def _usable_by(ctx: Context, declared_zdr: Mapping[str, frozenset[bool]] | None):
     """For the routers: None when an endpoint (or its BYOK-declared variant) passes every filter of the request,
     else the reason of the first filter that refuses it."""
-    checks = [(reason, allows) for _, reason, allows in feature_checks(ctx.body, ctx.stream)]
+    checks = [(reason, allows) for _, reason, allows in feature_checks(ctx.body, ctx.stream, ctx.ingress_format)]
     checks.extend(_preference_filters(ctx.body.get("provider") or {}, ctx.body))
     checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
 

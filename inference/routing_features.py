@@ -6,6 +6,7 @@
 - `prompt_cache_options`: `openai-responses` endpoints (forwarded, and the `prompt_cache_breakpoint` markers
   of content parts are kept).
 - `prompt` (a stored prompt): `openai-responses` endpoints (the provider stores the prompt).
+- members the gateway does not know (inference.unknown_members): endpoints speaking the request's own format.
 
 Candidates that cannot honour a field the request uses are left out. When no candidate is left the request is
 a 400 naming the field and saying why (never a silent drop). `modalities: ["text"]` (or none) asks for
@@ -20,6 +21,7 @@ from typing import Any
 
 from gateway_project.api.errors import validation_error
 from inference.pipeline.context import Candidate
+from inference.unknown_members import FORWARDED, routing_check
 
 IMAGE_OUTPUT_FORMATS = frozenset({"openai-chat"})
 
@@ -32,9 +34,13 @@ def _image_output(candidate: Candidate) -> bool:
     return candidate.api_format in IMAGE_OUTPUT_FORMATS and "image" in candidate.output_modalities
 
 
-def feature_checks(body: dict[str, Any], stream: bool) -> list[tuple[str, str, Callable[[Candidate], bool]]]:
+def feature_checks(
+    body: dict[str, Any], stream: bool, ingress_format: str = "responses"
+) -> list[tuple[str, str, Callable[[Candidate], bool]]]:
     """(field, why it was refused, predicate) for each special field the request uses; 400 for a bad pairing."""
     checks: list[tuple[str, str, Callable[[Candidate], bool]]] = []
+    if FORWARDED in body:  # members the gateway does not know: only an upstream of the request's format
+        checks.append(routing_check(body, ingress_format))
     if body.get("image_config") is not None and not wants_image_output(body):
         raise validation_error("image_config", "configures image output: it needs modalities with image")
     if wants_image_output(body):

@@ -16,6 +16,15 @@ from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.json_input import check_json, needs_scan
 from inference import schema_parts as parts
 from inference.schema_provider import check_provider
+from inference.schema_router import (
+    check_min_p,
+    check_repetition_penalty,
+    check_top_a,
+    check_transforms,
+    check_usage,
+    fold_router_members,
+)
+from inference.unknown_members import collect
 
 Checker = Callable[[str, Any], None]
 
@@ -39,30 +48,39 @@ MAX_IDENTIFIER = 256
 MAX_TOOL_CALLS = 30
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """Decode and validate a request body; 400 for malformed JSON or any invalid field."""
+def parse_body(raw: bytes, forward_unknown: bool = False) -> dict[str, Any]:
+    """Decode and validate a request body; 400 for malformed JSON or any invalid field. `forward_unknown` (the
+    /responses data plane): members the API does not define are collected for a same-format upstream
+    (inference.unknown_members) instead of refused."""
     try:
         body = orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError as exc:
         raise GatewayError(400, f"Malformed JSON body: {exc}") from None
     if needs_scan(raw):
         check_json(body)
-    return validate_body(body)
+    return validate_body(body, forward_unknown)
 
 
-def validate_body(body: Any) -> dict[str, Any]:
-    """Validate a decoded Responses body in place and return it."""
+def validate_body(body: Any, forward_unknown: bool = False) -> dict[str, Any]:
+    """Validate a decoded Responses body in place and return it (strict: an unknown member is a 400, unless
+    `forward_unknown`)."""
     if not isinstance(body, dict):
         raise GatewayError(400, "Request body must be a JSON object")
+    unknown = False
     for name, value in body.items():
         checker = CHECKERS.get(name)
         if checker is None:
-            raise validation_error(name, "unknown parameter")
+            if not forward_unknown:
+                raise validation_error(name, "unknown parameter")
+            unknown = True
+            continue
         checker(name, value)
+    if unknown:
+        collect(body, body, CHECKERS)
     tools = body.get("tools")
     if tools:
         parts.check_deferred_tools(tools)
-    return body
+    return fold_router_members(body)
 
 
 def _bool(name: str, value: Any) -> None:
@@ -229,6 +247,7 @@ CHECKERS: dict[str, Checker] = {
     "max_output_tokens": lambda n, v: _integer(n, v, 1),
     "max_tool_calls": _max_tool_calls,
     "metadata": _metadata,
+    "min_p": check_min_p,
     "modalities": _enum_array(MODALITIES, nullable=False),
     "model": _model,
     "models": _models,
@@ -241,6 +260,7 @@ CHECKERS: dict[str, Checker] = {
     "prompt_cache_options": parts.check_prompt_cache_options,
     "provider": check_provider,
     "reasoning": parts.check_reasoning,
+    "repetition_penalty": check_repetition_penalty,
     "route": _enum(ROUTE_VALUES),
     "safety_identifier": _identifier,
     "service_tier": _enum(SERVICE_TIERS),
@@ -253,10 +273,13 @@ CHECKERS: dict[str, Checker] = {
     "text": parts.check_text,
     "tool_choice": parts.check_tool_choice,
     "tools": parts.check_tools,
+    "top_a": check_top_a,
     "top_k": _top_k,
     "top_logprobs": lambda n, v: _integer(n, v, 0, 20),
     "top_p": lambda n, v: _number(n, v, 0, 1),
     "trace": _object,
+    "transforms": check_transforms,
     "truncation": _enum(TRUNCATION_VALUES),
+    "usage": check_usage,
     "user": _identifier,
 }

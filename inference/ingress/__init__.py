@@ -65,7 +65,7 @@ class Ingress:
 
     def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
         """The canonical request body of the raw wire body (400 naming the wrong field)."""
-        return parse_body(raw)
+        return parse_body(raw, forward_unknown=True)
 
     def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
         """The JSON answer; records the outcome (status, usage, cost, output) on the way."""

@@ -11,14 +11,16 @@ client's own vocabulary) and returns the equivalent Responses body the pipeline 
   `stop_server_tools_when`, `plugins` (the server-tool loop: inference.ingress.chat_loop);
   `response_format` → `text.format`;
   `max_completion_tokens` / `max_tokens` → `max_output_tokens`; `reasoning` / `reasoning_effort` →
-  `reasoning`; `verbosity` → `text.verbosity`; `stop`, `seed` and `logit_bias` are carried as they are
-  (each provider adapter honours them or refuses the request with a 400 naming them);
-- gateway members (`models`, `provider`, `route`, `session_id`, `trace`, `metadata`, `user`,
-  `top_k`, ...) are checked with the Responses rules and kept.
+  `reasoning`; `verbosity` → `text.verbosity`; the sampling parameters (`stop`, `seed`, `logit_bias`,
+  `min_p`, `top_a`, `repetition_penalty`, `top_k`, ...) and a top-level `cache_control` are carried as they
+  are (each endpoint is sent those it supports: inference.router_parameters);
+- gateway members (`models`, `provider`, `route`, `session_id`, `trace`, `metadata`, `user`, `transforms`,
+  `debug`, ...) are checked with the Responses rules and kept; `usage.include` on a stream asks for the usage
+  chunk.
 
 Refused: `n` other than 1, `logprobs: true` / `top_logprobs` (no token log-probabilities are returned),
-`audio` output, `store: true`, the `function` role and deprecated `functions` / `function_call`, and any
-member the API does not define.
+`store: true`, the `function` role, and the members the table (inference.members.CHAT) refuses. A member the
+table does not list is carried for an `openai-chat` upstream (inference.unknown_members).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress.chat_messages import message_items, refuse
 from inference.ingress.common import effort_values, is_int, require_list, require_object
+from inference.members import CHAT as MEMBERS
+from inference.members import REFUSED
+from inference.schema_router import fold_router_members
 from inference.servertools.registry import is_server_tool
+from inference.unknown_members import collect
 
 # Members with the same name and meaning in a Responses body, checked by its own rules.
 SHARED = (
@@ -54,6 +60,12 @@ SHARED = (
     "stream",
     "max_tool_calls",
     "stop_server_tools_when",
+    "min_p",
+    "top_a",
+    "repetition_penalty",
+    "cache_control",
+    "transforms",
+    "debug",
 )
 MAX_STOP = 4
 
@@ -244,22 +256,26 @@ HANDLED = frozenset(
         "store",
         "modalities",
         "image_config",
+        "usage",
     }
 )
 
 
 def to_canonical(body: Any) -> dict[str, Any]:
-    """The Responses body of a Chat Completions body (400 naming the first wrong member)."""
+    """The Responses body of a Chat Completions body (400 naming the first wrong member). Members the member
+    table does not list are carried for a same-format upstream (inference.unknown_members)."""
     if not isinstance(body, dict):
         raise GatewayError(400, "Request body must be a JSON object")
-    for name in body:
-        if name not in HANDLED and name not in SHARED:
-            if name in ("functions", "function_call"):
-                raise refuse(name, "deprecated; use tools and tool_choice")
-            if name in ("audio", "prediction", "web_search_options"):
-                raise refuse(name, "the gateway does not offer this option")
-            raise validation_error(name, "unknown parameter")
     out: dict[str, Any] = {}
+    unknown = False
+    for name in body:
+        member = MEMBERS.get(name)
+        if member is None:
+            unknown = True
+        elif member.handling == REFUSED:
+            raise refuse(name, member.note)
+    if unknown:
+        collect(body, out, MEMBERS)
     for name in SHARED:
         if name in body:
             schema.CHECKERS[name](name, body[name])
@@ -286,4 +302,16 @@ def to_canonical(body: Any) -> dict[str, Any]:
     _reasoning(body, out)
     _text(body, out)
     _stream_options(body, out)
-    return out
+    _router_members(body, out)
+    return fold_router_members(out)
+
+
+def _router_members(body: dict[str, Any], out: dict[str, Any]) -> None:
+    """`usage.include` on a stream asks for the usage chunk; `debug.echo_upstream_body` needs a stream."""
+    usage = body.get("usage")
+    if usage is not None:
+        schema.CHECKERS["usage"]("usage", usage)
+        if usage.get("include") and body.get("stream"):
+            out["stream_options"] = {"include_usage": True}
+    if (body.get("debug") or {}).get("echo_upstream_body") and not body.get("stream"):
+        raise refuse("debug.echo_upstream_body", "the upstream body is echoed as the first chunk of a stream only")

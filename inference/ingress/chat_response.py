@@ -132,6 +132,11 @@ class ChatStream:
     async def open(self, debug_body: dict[str, Any] | None) -> None:
         mark_first_byte(self.ctx)
         await self.responder.start(200, self.headers)
+        if debug_body is not None:  # debug.echo_upstream_body: first, a chunk without choices carrying it
+            chunk = _envelope(self.ctx, self.candidate, "chat.completion.chunk")
+            chunk["choices"] = []
+            chunk["debug"] = {"echo_upstream_body": debug_body}
+            self.pending.append(b"data: " + orjson.dumps(chunk) + b"\n\n")
         self._chunk({"role": "assistant", "content": ""})
 
     async def handle(self, event: Any) -> bool:

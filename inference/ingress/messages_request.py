@@ -26,7 +26,9 @@ equivalent Responses body:
 Refused: Anthropic's other server tools (code execution, bash, text editor, ...) and the options of its web
 search / fetch tools (`max_uses`, `allowed_domains`, `user_location`, ...), `mcp_servers`, `container`,
 `context_management`, `inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`, `service_tier` other
-than auto, `thinking.display: omitted`, metadata members other than `user_id`, and any unknown member.
+than auto, `thinking.display: omitted`, metadata members other than `user_id` (the member table:
+inference.members.MESSAGES). A member the table does not list is carried for an `anthropic-messages` upstream
+(inference.unknown_members).
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress.common import is_int, require_list, require_object
 from inference.ingress.messages_blocks import cache, message_items, system_items
+from inference.members import MESSAGES as MEMBERS
+from inference.members import REFUSED
 from inference.servertools.registry import is_server_tool
+from inference.unknown_members import collect
 
 SHARED = (
     "model",
@@ -219,27 +224,22 @@ HANDLED = frozenset(
         "stream",
     }
 )
-REFUSED = (
-    "mcp_servers",
-    "container",
-    "context_management",
-    "inference_geo",
-    "diagnostics",
-    "user_profile_id",
-    "workspace_id",
-)
 
 
 def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
     """The Responses body of a Messages body (400 naming the first wrong member)."""
     if not isinstance(body, dict):
         raise GatewayError(400, "Request body must be a JSON object")
-    for name in body:
-        if name in REFUSED:
-            raise validation_error(name, "is not supported: the gateway does not offer this option")
-        if name not in HANDLED and name not in SHARED:
-            raise validation_error(name, "unknown parameter")
     out: dict[str, Any] = {}
+    unknown = False
+    for name in body:
+        member = MEMBERS.get(name)
+        if member is None:
+            unknown = True
+        elif member.handling == REFUSED:
+            raise validation_error(name, f"is not supported: {member.note}")
+    if unknown:  # carried for an anthropic-messages upstream (inference.unknown_members)
+        collect(body, out, MEMBERS)
     for name in SHARED:
         if body.get(name) is not None:
             check = schema.CHECKERS[name]

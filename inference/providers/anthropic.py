@@ -15,7 +15,8 @@ top_p and top_k are then left out, as Anthropic requires); `temperature` (capped
 (flex and scale refused); system blocks keep their `cache_control` (`system` is then an array of blocks), as do
 tools. Headers: `x-api-key`,
 `anthropic-version` and `anthropic-beta` (the request's `anthropic_beta` features from a Messages request, plus
-what the body needs). Parsing: `anthropic_parse.py`.
+what the body needs). Members a Messages client sent that the gateway does not know go up as sent
+(inference.unknown_members). Parsing: `anthropic_parse.py`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from inference.providers.canonical import (
     unsupported,
 )
 from inference.providers.http import HttpAdapter
+from inference.unknown_members import add_forwarded
 
 ANTHROPIC_VERSION = "2023-06-01"
 STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
@@ -246,6 +248,7 @@ def build_body(
     _tier(body.get("service_tier"), out, betas)
     if stream:
         out["stream"] = True
+    add_forwarded(out, body)
     return out, betas
 
 

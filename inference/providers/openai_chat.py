@@ -9,8 +9,11 @@ function tools → chat tools; `tool_choice`; `text.format` json_schema/json_obj
 `reasoning.effort` → `reasoning_effort`; `modalities` with `image` and `image_config` as they are
 (image output: the answer's `message.images` become `image_generation_call` items); `max_output_tokens` →
 `max_completion_tokens` (api.openai.com) or `max_tokens` (other vendors); sampling parameters (and `stop`,
-`seed`, `logit_bias` of a Chat Completions request); `top_logprobs` → `logprobs` + `top_logprobs`; a stream
-asks for `stream_options.include_usage`. Response parsing and the stream parser live in
+`seed`, `logit_bias`, `min_p`, `top_a`, `repetition_penalty` of a Chat Completions request: routing sends only
+those the endpoint supports, inference.router_parameters); `top_logprobs` → `logprobs` + `top_logprobs`; a
+top-level `cache_control` on the last text part (for endpoints declaring `cache_control`); a stream asks for
+`stream_options.include_usage`; members a Chat Completions client sent that the gateway does not know, as sent
+(inference.unknown_members). Response parsing and the stream parser live in
 `openai_chat_parse.py`.
 """
 
@@ -33,8 +36,20 @@ from inference.providers.canonical import (
 )
 from inference.providers.http import HttpAdapter
 from inference.providers.openai_chat_parse import ChatStreamParser, parse_response
+from inference.unknown_members import add_forwarded
 
-SAMPLING_FIELDS = ("temperature", "top_p", "frequency_penalty", "presence_penalty", "stop", "seed", "logit_bias")
+SAMPLING_FIELDS = (
+    "temperature",
+    "top_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "stop",
+    "seed",
+    "logit_bias",
+    "min_p",
+    "top_a",
+    "repetition_penalty",
+)
 OPENAI_ONLY_FIELDS = ("service_tier", "prompt_cache_key", "safety_identifier")
 CHAT_EFFORTS = {"max": "high", "xhigh": "high"}  # efforts Chat Completions does not know
 
@@ -187,10 +202,28 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, opena
     out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
     _add_tools(out, body)
     _add_options(out, body, openai)
+    if isinstance(body.get("cache_control"), dict):  # routing sends it only where the endpoint declares it
+        _mark_last_part(out["messages"], body["cache_control"])
     if stream:
         out["stream"] = True
         out["stream_options"] = {"include_usage": True}
+    add_forwarded(out, body)
     return out
+
+
+def _mark_last_part(messages: list[dict[str, Any]], cache_control: dict[str, Any]) -> None:
+    """A top-level `cache_control` as providers taking it on content parts want it: on the last text part of the
+    last message with content (a string content becomes one text part)."""
+    for message in reversed(messages):
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            message["content"] = [{"type": "text", "text": content, "cache_control": cache_control}]
+            return
+        if isinstance(content, list):
+            for part in reversed(content):
+                if part.get("type") == "text":
+                    part.setdefault("cache_control", cache_control)
+                    return
 
 
 class OpenAIChatAdapter(HttpAdapter):

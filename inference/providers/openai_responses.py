@@ -8,7 +8,8 @@ gateway-only fields (`models`, `provider`, `plugins`, `route`, `session_id`, `tr
 is folded away and `reasoning.max_tokens` (a thinking budget) left out, `stop`, `seed` and `logit_bias` (from a
 Chat Completions or Messages request) are refused as unsupported, `service_tier: fast` becomes
 `priority`, and `cache_control` / `prompt_cache_breakpoint` markers are removed from content parts
-(`prompt_cache_breakpoint` is kept when the request sets `prompt_cache_options`, which is forwarded).
+(`prompt_cache_breakpoint` is kept when the request sets `prompt_cache_options`, which is forwarded). Members a
+/responses client sent that the gateway does not know go up as sent (inference.unknown_members).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from inference.providers.canonical import (
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
+from inference.unknown_members import add_forwarded
 
 FORWARDED_FIELDS = frozenset(
     {
@@ -131,6 +133,7 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
     out["store"] = False
     if stream:
         out["stream"] = True
+    add_forwarded(out, body)
     return out
 
 

@@ -174,10 +174,25 @@ def test_stored_prompt_is_refused_where_no_candidate_stores_prompts(agent, agent
     assert agent_catalog.requests == []
 
 
-REFUSED_BY_THE_PROVIDER_FORMAT = [
+OMITTED_FOR_THE_PROVIDER_FORMAT = [
     pytest.param(RESPONSES, {"frequency_penalty": 0.5}, "frequency_penalty", id="frequency_penalty-responses"),
     pytest.param(RESPONSES, {"top_k": 5}, "top_k", id="top_k-responses"),
     pytest.param(CLAUDE, {"presence_penalty": 0.5}, "presence_penalty", id="presence_penalty-anthropic"),
+]
+
+
+@pytest.mark.parametrize(("model", "extra", "named"), OMITTED_FOR_THE_PROVIDER_FORMAT)
+def test_sampling_parameter_the_provider_format_cannot_carry_is_left_out(agent, agent_catalog, model, extra, named):  # noqa: F811
+    """A router parameter is left out for an endpoint whose format has no member for it, and the answer says so."""
+    body = {"model": model, "input": "Hello", **extra}
+    response = agent.post("/responses", json=body, headers={"X-Service-Metadata": "enabled"})
+    assert response.status_code == 200, response.text
+    assert named not in agent_catalog.requests[-1].body
+    assert response.headers["x-service-omitted-parameters"] == named
+    assert response.json()["service_metadata"]["omitted_parameters"] == [named]
+
+
+REFUSED_BY_THE_PROVIDER_FORMAT = [
     pytest.param(CLAUDE, {"truncation": "auto"}, "truncation", id="truncation-anthropic"),
     pytest.param(CHAT, {"include": ["reasoning.encrypted_content"]}, "include", id="include-chat"),
 ]

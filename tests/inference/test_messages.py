@@ -195,7 +195,7 @@ def test_bad_key_raises_authentication_error_with_our_message(gateway_server, ec
         ({"metadata": {"user_id": "u", "team": "x"}}, "metadata.team"),
         ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
         ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
-        ({"nonsense": True}, "nonsense"),
+        ({"workspace_id": "w"}, "workspace_id"),
     ],
 )
 def test_bad_request_raises_bad_request_error_naming_the_field(claude, extra, field):

@@ -48,7 +48,15 @@ def cand(model: str, provider: str, prompt: str = "0.000001", completion: str = 
 SNAPSHOT = {
     "a/one": [
         cand("a/one", "cheap", "0.000001", "0.000001", trains_on_data=True),
-        cand("a/one", "mid", "0.000002", "0.000002", zdr=True, supported_parameters=("temperature", "tools")),
+        cand(
+            "a/one",
+            "mid",
+            "0.000002",
+            "0.000002",
+            zdr=True,
+            supported_parameters=("temperature", "tools"),
+            api_format="openai-chat",
+        ),
         cand("a/one", "dear", "0.000005", "0.000005", zdr=True),
     ],
     "b/two": [cand("b/two", "cheap", "0.0000001", "0.0000001"), cand("b/two", "mid", "0.000003", "0.000003")],
