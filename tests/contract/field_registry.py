@@ -13,6 +13,7 @@ FE = "tests/inference/test_field_effects.py::test_field_reaches_the_upstream"
 REFUSED = "tests/inference/test_field_effects.py::test_field_the_provider_format_cannot_carry_is_400"
 OMITTED = "tests/inference/test_field_effects.py::test_sampling_parameter_the_provider_format_cannot_carry_is_left_out"
 PARAMS = "tests/inference/test_router_parameters.py"
+ROUTED = "test_router_parameter_reaches_a_supporting_endpoint_and_is_left_out_elsewhere"
 IDENTITY = "tests/inference/test_field_effects.py::test_end_user_identity_reaches_the_upstream_hashed"
 INVALID = "tests/inference/test_validation.py::test_invalid_field_is_named"
 ROUTING = "tests/inference/test_routing_select.py"
@@ -63,6 +64,7 @@ FIELDS: dict[str, list[str]] = {
         f"{LOOP}::test_max_tool_calls_zero_offers_no_server_tool",
     ],
     "metadata": ["tests/inference/test_field_effects.py::test_metadata_is_echoed_to_the_client_and_not_sent"],
+    "min_p": [f"{PARAMS}::test_router_parameter_on_responses[min_p]", f"{PARAMS}::{ROUTED}[min_p]"],
     "modalities": [
         f"{FE}[modalities]",
         f"{RF}::test_image_output_goes_to_the_endpoint_that_can_and_comes_back",
@@ -166,6 +168,10 @@ FIELDS: dict[str, list[str]] = {
     "provider.sort.partition": [f"{ROUTING}::test_sort_partition_none_and_route_alias"],
     "provider.zdr": [f"{ROUTING}::test_data_collection_deny_and_zdr"],
     "reasoning": [f"{FE}[reasoning.effort]"],
+    "repetition_penalty": [
+        f"{PARAMS}::test_router_parameter_on_responses[repetition_penalty]",
+        f"{PARAMS}::{ROUTED}[repetition_penalty]",
+    ],
     "reasoning.effort": [f"{FE}[reasoning.effort]", f"{FE}[reasoning.effort-chat]"],
     "reasoning.enabled": [f"{FE}[reasoning.enabled]"],
     "reasoning.max_tokens": [f"{FE}[reasoning.max_tokens-anthropic]"],
@@ -218,10 +224,23 @@ FIELDS: dict[str, list[str]] = {
     "tools[type=service:web_search]": [
         "tests/servertools/test_web_search.py::test_json_search_then_answer_with_citation"
     ],
+    "top_a": [f"{PARAMS}::test_router_parameter_on_responses[top_a]", f"{PARAMS}::{ROUTED}[top_a]"],
     "top_k": [f"{FE}[top_k]", f"{FE}[top_k-anthropic]", f"{OMITTED}[top_k-responses]"],
     "top_logprobs": [f"{FE}[top_logprobs]", f"{FE}[top_logprobs-chat]"],
     "top_p": [f"{FE}[top_p]"],
     "trace": ["tests/observability/test_end_to_end.py::test_a_response_reaches_the_webhook_and_the_otlp_collector"],
+    "transforms": [
+        f"{PARAMS}::test_usage_and_transforms_on_responses",
+        f"{PARAMS}::test_transforms_middle_out_is_the_context_compression_plugin",
+    ],
     "truncation": [f"{FE}[truncation]", f"{REFUSED}[truncation-anthropic]"],
+    "usage": [
+        f"{PARAMS}::test_usage_and_transforms_on_responses",
+        f"{PARAMS}::test_usage_include_as_litellm_openrouter_sends_it",
+    ],
+    "usage.include": [
+        f"{PARAMS}::test_usage_and_transforms_on_responses",
+        f"{PARAMS}::test_usage_include_false_removes_nothing",
+    ],
     "user": [f"{IDENTITY}[user]"],
 }

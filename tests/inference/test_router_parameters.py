@@ -227,3 +227,43 @@ def test_debug_echo_upstream_body_on_chat_completions(gw):
     refused = post("/chat/completions", {**body, "stream": False})
     assert refused.status_code == 400
     assert refused.json()["error"]["metadata"]["field"] == "debug.echo_upstream_body"
+
+
+RESPONSES_MEMBERS = [
+    ({"min_p": 0.1}, "min_p", 0.1),
+    ({"top_a": 0.2}, "top_a", 0.2),
+    ({"repetition_penalty": 1.2}, "repetition_penalty", 1.2),
+]
+
+
+@pytest.mark.parametrize(("extra", "sent_as", "sent"), RESPONSES_MEMBERS, ids=[m[1] for m in RESPONSES_MEMBERS])
+def test_router_parameter_on_responses(gw, fake_upstream, extra, sent_as, sent):
+    post, add = gw
+    supporting = add("openai-chat", "fake/r-supports-all", "fake-r-chat-all", ALL)
+    plain = add("openai-responses", "fake/r-responses", "fake-r-responses", None)
+    answer = post("/responses", {"model": supporting, "input": "Say hello", **extra})
+    assert answer.status_code == 200, answer.text
+    assert fake_upstream.last.body[sent_as] == sent
+    answer = post("/responses", {"model": plain, "input": "Say hello", **extra})
+    assert answer.status_code == 200, answer.text
+    assert sent_as not in fake_upstream.last.body
+    assert answer.json()["service_metadata"]["omitted_parameters"] == [sent_as]
+
+
+def test_usage_and_transforms_on_responses(gw, fake_upstream):
+    post, add = gw
+    model = add("openai-responses", "fake/r-usage", "fake-r-usage", None)
+    answer = post("/responses", {"model": model, "input": "Say hello", "usage": {"include": True}})
+    assert answer.status_code == 200 and answer.json()["usage"]["cost"] > 0
+    assert "usage" not in fake_upstream.last.body
+    bad = post("/responses", {"model": model, "input": "Say hello", "usage": {"include": "yes"}})
+    assert bad.status_code == 400 and bad.json()["error"]["metadata"]["field"] == "usage.include"
+    Endpoint.objects.filter(model__slug=model).update(context_length=200)
+    from inference.routing import clear_caches
+
+    clear_caches()
+    long = " ".join(f"word{i}" for i in range(2000))
+    answer = post("/responses", {"model": model, "input": long, "transforms": ["middle-out"]})
+    assert answer.status_code == 200, answer.text
+    assert "removed by context-compression" in str(fake_upstream.last.body["input"])
+    assert "transforms" not in fake_upstream.last.body
