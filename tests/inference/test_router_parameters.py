@@ -267,3 +267,27 @@ def test_usage_and_transforms_on_responses(gw, fake_upstream):
     assert answer.status_code == 200, answer.text
     assert "removed by context-compression" in str(fake_upstream.last.body["input"])
     assert "transforms" not in fake_upstream.last.body
+
+
+@pytest.mark.django_db
+def test_every_default_catalog_endpoint_declares_its_parameters_and_models_filter_on_them(org):
+    from inference.catalog_loader import read_catalog_file
+    from inference.routing import clear_caches
+
+    catalog = read_catalog_file("catalog/default.yaml")
+    assert all(entry.get("supported_parameters") for entry in catalog["endpoints"])
+    from inference.catalog_loader import load_catalog
+
+    load_catalog(catalog)
+    clear_caches()
+    client = org.client(org.inference_key)
+    tools = client.get("/api/v1/models", {"supported_parameters": "tools"}).json()["data"]
+    assert {m["id"] for m in tools} >= {
+        "anthropic/claude-3.5-haiku",
+        "anthropic/claude-sonnet-4",
+        "meta-llama/llama-3.3-70b-instruct",
+        "openai/gpt-4.1",
+        "openai/gpt-4o-mini",
+    }
+    seeded = client.get("/api/v1/models", {"supported_parameters": "seed,min_p"}).json()["data"]
+    assert [m["id"] for m in seeded] == ["meta-llama/llama-3.3-70b-instruct"]
