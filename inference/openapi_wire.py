@@ -49,8 +49,8 @@ CHAT_TYPES: dict[str, Any] = {
     "max_tokens": {**INTEGER, "minimum": 1},
     "max_completion_tokens": {**INTEGER, "minimum": 1},
     "n": {**INTEGER, "minimum": 1, "maximum": 1, "description": "Only 1"},
-    "logprobs": {**BOOLEAN, "description": "Only false: no token log-probabilities are returned"},
-    "top_logprobs": {"type": "integer", "nullable": True, "enum": [None], "description": "Not supported"},
+    "logprobs": {**BOOLEAN, "description": "JSON answers carry choice.logprobs (endpoints supporting them)"},
+    "top_logprobs": {**INTEGER, "minimum": 0, "maximum": 20, "description": "Needs logprobs: true"},
     "stop": {
         "nullable": True,
         "oneOf": [{"type": "string"}, {"type": "array", "maxItems": 4, "items": {"type": "string"}}],

@@ -18,9 +18,10 @@ client's own vocabulary) and returns the equivalent Responses body the pipeline 
   `debug`, ...) are checked with the Responses rules and kept; `usage.include` on a stream asks for the usage
   chunk.
 
-Refused: `n` other than 1, `logprobs: true` / `top_logprobs` (no token log-probabilities are returned),
-`store: true`, the `function` role, and the members the table (inference.members.CHAT) refuses. A member the
-table does not list is carried for an `openai-chat` upstream (inference.unknown_members).
+`logprobs: true` (+ `top_logprobs`) → `top_logprobs`, a router parameter (JSON answers carry
+`choice.logprobs`; a stream with it is refused). Refused: `n` other than 1, `store: true`, the `function`
+role, and the members the table (inference.members.CHAT) refuses. A member the table does not list is carried
+for an `openai-chat` upstream (inference.unknown_members).
 """
 
 from __future__ import annotations
@@ -148,10 +149,7 @@ def _sampling(body: dict[str, Any], out: dict[str, Any]) -> None:
         raise validation_error("n", "must be an integer of at least 1")
     if n not in (None, 1):
         raise refuse("n", "one choice per request; send n requests for n choices")
-    if body.get("logprobs") not in (None, False):
-        raise refuse("logprobs", "token log-probabilities are not returned by the gateway")
-    if body.get("top_logprobs") is not None:
-        raise refuse("top_logprobs", "token log-probabilities are not returned by the gateway")
+    _logprobs(body, out)
     stop = _stop(body.get("stop"))
     if stop:
         out["stop"] = stop
@@ -168,6 +166,23 @@ def _sampling(body: dict[str, Any], out: dict[str, Any]) -> None:
                 raise validation_error(f"logit_bias.{token}", "must be a number between -100 and 100")
         if bias:
             out["logit_bias"] = bias
+
+
+def _logprobs(body: dict[str, Any], out: dict[str, Any]) -> None:
+    """`logprobs: true` (with `top_logprobs` alternatives) → the canonical `top_logprobs`, a router parameter;
+    the JSON answer's `choice.logprobs` carries them (a stream does not)."""
+    logprobs, top = body.get("logprobs"), body.get("top_logprobs")
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise validation_error("logprobs", "must be a boolean")
+    if top is not None:
+        if not is_int(top) or not 0 <= top <= 20:
+            raise validation_error("top_logprobs", "must be an integer between 0 and 20")
+        if not logprobs:
+            raise validation_error("top_logprobs", "needs logprobs: true")
+    if logprobs:
+        if body.get("stream"):
+            raise refuse("logprobs", "token log-probabilities are returned in JSON answers only, not streamed")
+        out["top_logprobs"] = top or 0
 
 
 def _limits(body: dict[str, Any], out: dict[str, Any]) -> None:

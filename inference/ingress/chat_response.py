@@ -76,6 +76,19 @@ def _envelope(ctx: Context, candidate: Candidate, kind: str) -> dict[str, Any]:
     }
 
 
+def token_logprobs(output: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`choice.logprobs` from the output_text parts' `logprobs` (when the request asked for them)."""
+    entries = [
+        entry
+        for item in output
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
+        if part.get("type") == "output_text"
+        for entry in part.get("logprobs") or ()
+    ]
+    return {"content": entries, "refusal": None} if entries else None
+
+
 def image_parts(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Image output (`image_generation_call` items) as Chat Completions `message.images` (OpenRouter's shape)."""
     images = []
@@ -104,7 +117,10 @@ def completion_json(ctx: Context, result: CanonicalResult, candidate: Candidate,
     if images:
         message["images"] = images
     payload = _envelope(ctx, candidate, "chat.completion")
-    payload["choices"] = [{"index": 0, "message": message, "finish_reason": finish_reason(result), "logprobs": None}]
+    logprobs = token_logprobs(result.output)
+    payload["choices"] = [
+        {"index": 0, "message": message, "finish_reason": finish_reason(result), "logprobs": logprobs}
+    ]
     return answer_json(ctx, payload, usage_object(result.usage, cost, is_byok))
 
 

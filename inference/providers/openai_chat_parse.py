@@ -75,10 +75,24 @@ def parse_response(data: Any) -> CanonicalResult:
         _content_text(message.get("content")), calls, refusal=message.get("refusal"), reasoning=reasoning
     )
     output.extend(image_items(message.get("images")))
+    _keep_logprobs(output, choice.get("logprobs"))
     finish = finish_reason(choice.get("finish_reason"), bool(calls))
     usage = parse_usage(data.get("usage"))
     usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
     return make_result(str(data.get("id", "")), output, usage, finish)
+
+
+def _keep_logprobs(output: list[dict[str, Any]], logprobs: Any) -> None:
+    """`choice.logprobs.content` (asked with `top_logprobs`) → the output_text part's `logprobs` (the same entries,
+    {token, logprob, bytes, top_logprobs}, as a Responses answer carries them)."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return
+    for item in output:
+        for part in item.get("content") or () if item.get("type") == "message" else ():
+            if part.get("type") == "output_text":
+                part["logprobs"] = content
+                return
 
 
 def image_items(images: Any) -> list[dict[str, Any]]:

@@ -65,6 +65,7 @@ FORWARDED_FIELDS = frozenset(
     }
 )
 _PART_MARKERS = ("cache_control", "prompt_cache_breakpoint")
+LOGPROBS = "message.output_text.logprobs"
 REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 # Members a Chat Completions or Messages request may carry that the Responses API has no equivalent for.
 UNSUPPORTED_FIELDS = ("stop", "seed", "logit_bias")
@@ -130,6 +131,8 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool) -> dict[
             out["reasoning"] = reasoning
     if out.get("service_tier") == "fast":
         out["service_tier"] = "priority"
+    if out.get("top_logprobs") is not None and LOGPROBS not in (out.get("include") or ()):
+        out["include"] = [*(out.get("include") or ()), LOGPROBS]  # the answer's output_text parts carry them
     out["store"] = False
     if stream:
         out["stream"] = True

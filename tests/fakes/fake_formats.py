@@ -202,6 +202,17 @@ def chat_json(model: str, reply: Reply) -> dict[str, Any]:
     )
 
 
+def chat_logprobs(text: str, top: int) -> dict[str, Any]:
+    """`choice.logprobs` of a chat answer asked with `logprobs: true`: each word with `top` alternatives."""
+    entries = []
+    for index, token in enumerate(text.split()):
+        alternatives = [{"token": f"alt{i}", "logprob": -1.0 - i, "bytes": None} for i in range(top)]
+        entries.append(
+            {"token": token, "logprob": -0.1 * index, "bytes": list(token.encode()), "top_logprobs": alternatives}
+        )
+    return {"content": entries, "refusal": None}
+
+
 def _chat_tier(reply: Reply) -> dict[str, Any]:
     return {"service_tier": reply.service_tier} if reply.service_tier else {}
 

@@ -367,7 +367,10 @@ class FakeUpstream:
             return formats.responses_json(model, reply), formats.responses_frames(model, reply)
         if path.endswith("/chat/completions"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return formats.chat_json(model, reply), formats.chat_frames(model, reply, include_usage)
+            answer = formats.chat_json(model, reply)
+            if body.get("logprobs") is True:  # one entry per word, with `top_logprobs` alternatives
+                answer["choices"][0]["logprobs"] = formats.chat_logprobs(reply.text, body.get("top_logprobs") or 0)
+            return answer, formats.chat_frames(model, reply, include_usage)
         return formats.messages_json(model, reply), formats.messages_frames(model, reply)
 
     def _error_frames(self, path: str) -> list[bytes]:

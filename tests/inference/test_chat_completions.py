@@ -267,7 +267,7 @@ def test_images_reach_an_anthropic_upstream(chat, fake_upstream):
     ("extra", "field"),
     [
         ({"n": 2}, "n"),
-        ({"logprobs": True}, "logprobs"),
+        ({"logprobs": "yes"}, "logprobs"),
         ({"top_logprobs": 2}, "top_logprobs"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
         ({"functions": []}, "functions"),

@@ -291,3 +291,23 @@ def test_every_default_catalog_endpoint_declares_its_parameters_and_models_filte
     }
     seeded = client.get("/api/v1/models", {"supported_parameters": "seed,min_p"}).json()["data"]
     assert [m["id"] for m in seeded] == ["meta-llama/llama-3.3-70b-instruct"]
+
+
+def test_logprobs_come_back_from_an_endpoint_that_supports_them(gw, fake_upstream):
+    post, add = gw
+    supporting = add("openai-chat", "fake/logprobs", "fake-chat-logprobs", [*ALL, "logprobs", "top_logprobs"])
+    plain = add("openai-chat", "fake/no-logprobs", "fake-chat-no-logprobs", ["max_tokens"])
+    body = {"messages": HELLO, "logprobs": True, "top_logprobs": 2}
+    answer = post("/chat/completions", {**body, "model": supporting})
+    assert answer.status_code == 200, answer.text
+    assert (fake_upstream.last.body["logprobs"], fake_upstream.last.body["top_logprobs"]) == (True, 2)
+    content = answer.json()["choices"][0]["logprobs"]["content"]
+    assert [entry["token"] for entry in content] == answer.json()["choices"][0]["message"]["content"].split()
+    assert len(content[0]["top_logprobs"]) == 2
+    answer = post("/chat/completions", {**body, "model": plain})
+    assert answer.json()["choices"][0]["logprobs"] is None and "logprobs" not in fake_upstream.last.body
+    assert answer.headers["x-service-omitted-parameters"] == "top_logprobs"
+    streamed = post("/chat/completions", {**body, "model": supporting, "stream": True})
+    assert streamed.status_code == 400 and streamed.json()["error"]["metadata"]["field"] == "logprobs"
+    alone = post("/chat/completions", {"messages": HELLO, "model": supporting, "top_logprobs": 2})
+    assert alone.status_code == 400 and alone.json()["error"]["metadata"]["field"] == "top_logprobs"
