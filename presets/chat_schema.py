@@ -8,7 +8,7 @@ from typing import Any
 
 from gateway_project.api.errors import validation_error
 from inference.ingress.chat_request import to_canonical
-from inference.unknown_members import FORWARDED
+from inference.members import CHAT as CHAT_MEMBERS
 from presets.config import PLACEHOLDER_MESSAGES
 
 
@@ -16,8 +16,8 @@ def validate_chat_body(body: Any) -> dict[str, Any]:
     """Check every member of a Chat Completions body; returns it unchanged, or raises a 400 naming the member."""
     if not isinstance(body, dict):
         raise validation_error("body", "must be a JSON object")
-    canonical = to_canonical({**body, "messages": body.get("messages") or PLACEHOLDER_MESSAGES})
-    unknown = canonical.get(FORWARDED)
-    if unknown:  # a management body stays strict (the data plane forwards these to a same-format upstream)
-        raise validation_error(next(iter(unknown)), "unknown parameter")
+    for name in body:  # a management body stays strict (the data plane forwards these to a same-format upstream)
+        if name not in CHAT_MEMBERS:
+            raise validation_error(name, "unknown parameter")
+    to_canonical({**body, "messages": body.get("messages") or PLACEHOLDER_MESSAGES})
     return body
