@@ -30,6 +30,7 @@ from gateway_project.pipeline import admitted
 from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
 from inference.ingress import ingress_of
+from inference.ingress.common import DEBUG_KEY
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
@@ -140,8 +141,9 @@ def with_output_cap(body: dict[str, Any], ctx: Context, candidate: Candidate) ->
 
 
 async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candidate: Candidate, cred: Credential):
+    adapter = get_adapter(candidate.api_format)
     try:
-        result = await get_adapter(candidate.api_format).complete(call)
+        result = await adapter.complete(call)
     except asyncio.CancelledError:
         if not ctx.not_admitted:  # (gone while waiting at the call's gate: nothing was sent)
             charge_unanswered(ctx, candidate, cred.is_byok)  # the provider may bill what it was asked for
@@ -153,6 +155,8 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
     if ctx.admission is not None:  # an adapter that did not await the gate of its call (not over HTTP)
         await admitted(ctx)
     _settle(ctx, candidate, cred, "success")
+    if (ctx.body.get("debug") or {}).get("echo_upstream_body"):
+        ctx.extras[DEBUG_KEY] = _debug_body(adapter, call)
     # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
     payload = ingress_of(ctx).json_answer(ctx, result, candidate, cred.is_byok)
     await responder.send_json(200, payload)

@@ -96,7 +96,7 @@ CHAT = _table(
     ("plugins", GATEWAY, "docs/plugins.md"),
     ("transforms", GATEWAY, _TRANSFORMS),
     ("usage", GATEWAY, _USAGE),
-    ("debug", GATEWAY, "`{echo_upstream_body}`: with `stream: true` the first chunk carries the upstream body"),
+    ("debug", GATEWAY, "`{echo_upstream_body}`: the upstream body, in the first chunk of a stream or the JSON answer"),
     ("functions", REFUSED, "deprecated; use tools and tool_choice"),
     ("function_call", REFUSED, "deprecated; use tools and tool_choice"),
     ("audio", REFUSED, "the gateway does not offer audio output"),
@@ -151,7 +151,7 @@ RESPONSES = _table(
     ("plugins", GATEWAY, "docs/plugins.md"),
     ("transforms", GATEWAY, _TRANSFORMS),
     ("usage", GATEWAY, "`{include}`: usage with `cost` is in every answer and at the end of every stream"),
-    ("debug", GATEWAY, "`{echo_upstream_body}`: with `stream: true` the first event carries the upstream body"),
+    ("debug", GATEWAY, "`{echo_upstream_body}`: the upstream body, in the first event of a stream or the JSON answer"),
 )
 
 MESSAGES = _table(

@@ -30,7 +30,7 @@ from inference.ingress import (
     messages_request,
     messages_response,
 )
-from inference.ingress.common import LoopAnswer, finish_outcome, mark_first_byte
+from inference.ingress.common import DEBUG_KEY, LoopAnswer, finish_outcome, mark_first_byte
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import CanonicalResult
 from inference.response import response_object, usage_object
@@ -78,6 +78,9 @@ class Ingress:
             incomplete_reason=result.incomplete_reason,
             model=candidate.model_slug,
         )
+        debug = ctx.extras.get(DEBUG_KEY)
+        if debug is not None:  # debug.echo_upstream_body on a JSON answer
+            payload["debug"] = {"echo_upstream_body": debug}
         mark_first_byte(ctx)
         return orjson.dumps(payload)
 

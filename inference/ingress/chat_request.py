@@ -322,11 +322,9 @@ def to_canonical(body: Any) -> dict[str, Any]:
 
 
 def _router_members(body: dict[str, Any], out: dict[str, Any]) -> None:
-    """`usage.include` on a stream asks for the usage chunk; `debug.echo_upstream_body` needs a stream."""
+    """`usage.include` on a stream asks for the usage chunk."""
     usage = body.get("usage")
     if usage is not None:
         schema.CHECKERS["usage"]("usage", usage)
         if usage.get("include") and body.get("stream"):
             out["stream_options"] = {"include_usage": True}
-    if (body.get("debug") or {}).get("echo_upstream_body") and not body.get("stream"):
-        raise refuse("debug.echo_upstream_body", "the upstream body is echoed as the first chunk of a stream only")

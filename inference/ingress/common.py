@@ -18,6 +18,8 @@ from inference.providers.base import CanonicalResult, FunctionCallDone
 from inference.response import service_metadata
 from inference.schema_parts import REASONING_EFFORTS
 
+DEBUG_KEY = "inference.debug_body"  # ctx.extras: the upstream body a JSON answer echoes (debug.echo_upstream_body)
+
 
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -164,6 +166,9 @@ def answer_json(ctx: Context, payload: dict[str, Any], usage: dict[str, Any]) ->
     payload["usage"] = usage
     if ctx.metadata_enabled:
         payload["service_metadata"] = service_metadata(ctx)
+    debug = ctx.extras.get(DEBUG_KEY)
+    if debug is not None:  # debug.echo_upstream_body on a JSON answer
+        payload["debug"] = {"echo_upstream_body": debug}
     mark_first_byte(ctx)
     return orjson.dumps(payload)
 
