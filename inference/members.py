@@ -62,6 +62,7 @@ CHAT = _table(
     ("max_tokens", HONOURED, "→ `max_output_tokens`; both given and different → 400"),
     ("reasoning", HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400"),
     ("reasoning_effort", HONOURED, "→ `reasoning.effort`"),
+    ("include_reasoning", PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400"),
     ("temperature", ROUTER, f"0..2; {_SAMPLING}"),
     ("top_p", ROUTER, f"0..1; {_SAMPLING}"),
     ("top_k", ROUTER, f"integer ≥ 0; {_SAMPLING}"),

@@ -65,6 +65,7 @@ CHAT_TYPES: dict[str, Any] = {
     "response_format": OBJECT,
     "reasoning": OBJECT,
     "reasoning_effort": STRING,
+    "include_reasoning": {**BOOLEAN, "description": "true: reasoning on (as reasoning: {}); false is refused"},
     "verbosity": STRING,
     "store": {**BOOLEAN, "description": "Only false"},
     "modalities": ARRAY,

@@ -199,6 +199,14 @@ def _limits(body: dict[str, Any], out: dict[str, Any]) -> None:
 def _reasoning(body: dict[str, Any], out: dict[str, Any]) -> None:
     reasoning = body.get("reasoning")
     effort = body.get("reasoning_effort")
+    include = body.get("include_reasoning")  # the public router API's older switch: true = reasoning: {}
+    if include is not None:
+        if not isinstance(include, bool):
+            raise validation_error("include_reasoning", "must be a boolean")
+        if not include:
+            raise refuse("include_reasoning", "false asks to hide the reasoning, which chat.completion answers return")
+        if reasoning is None:
+            reasoning = {"enabled": True}
     if reasoning is None and effort is None:
         return
     merged: dict[str, Any] = {}
@@ -261,6 +269,7 @@ HANDLED = frozenset(
         "max_completion_tokens",
         "reasoning",
         "reasoning_effort",
+        "include_reasoning",
         "stop",
         "seed",
         "logit_bias",

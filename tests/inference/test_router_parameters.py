@@ -312,3 +312,13 @@ def test_logprobs_come_back_from_an_endpoint_that_supports_them(gw, fake_upstrea
     assert streamed.status_code == 400 and streamed.json()["error"]["metadata"]["field"] == "logprobs"
     alone = post("/chat/completions", {"messages": HELLO, "model": supporting, "top_logprobs": 2})
     assert alone.status_code == 400 and alone.json()["error"]["metadata"]["field"] == "top_logprobs"
+
+
+def test_include_reasoning(gw, fake_upstream):
+    post, add = gw
+    model = add("openai-chat", "fake/reasoner", "fake-chat-reasoner", ALL)
+    answer = post("/chat/completions", {"model": model, "messages": HELLO, "include_reasoning": True})
+    assert answer.status_code == 200, answer.text
+    assert fake_upstream.last.body["reasoning_effort"] == "medium"
+    refused = post("/chat/completions", {"model": model, "messages": HELLO, "include_reasoning": False})
+    assert refused.status_code == 400 and refused.json()["error"]["metadata"]["field"] == "include_reasoning"
