@@ -322,3 +322,19 @@ def test_include_reasoning(gw, fake_upstream):
     assert fake_upstream.last.body["reasoning_effort"] == "medium"
     refused = post("/chat/completions", {"model": model, "messages": HELLO, "include_reasoning": False})
     assert refused.status_code == 400 and refused.json()["error"]["metadata"]["field"] == "include_reasoning"
+
+
+def test_router_parameters_of_a_messages_request(gw, fake_upstream):
+    post, add = gw
+    responses = add("openai-responses", "fake/m-responses", "fake-m-responses", None)
+    claude = add("anthropic-messages", "fake/m-claude", "fake-m-claude", None)
+    body = {"max_tokens": 50, "messages": HELLO, "top_k": 3, "stop_sequences": ["END"], "temperature": 0.5}
+    answer = post("/messages", {**body, "model": responses})
+    assert answer.status_code == 200, answer.text
+    sent = fake_upstream.last.body
+    assert "top_k" not in sent and "stop" not in sent and sent["temperature"] == 0.5
+    assert answer.headers["x-service-omitted-parameters"] == "stop, top_k"
+    answer = post("/messages", {**body, "model": claude})
+    assert answer.status_code == 200 and "x-service-omitted-parameters" not in answer.headers
+    sent = fake_upstream.last.body
+    assert (sent["top_k"], sent["stop_sequences"], sent["temperature"]) == (3, ["END"], 0.5)
