@@ -15,6 +15,7 @@ from guardrails.detectors import BUILTIN_SLUGS
 from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
+from inference.openapi_router import ROUTER_FIELD_SCHEMAS
 from inference.plugins.file_parser import ENGINES as FILE_ENGINES
 from inference.search.engines import ENGINE_NAMES
 
@@ -173,7 +174,6 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "instructions": {"type": "string", "nullable": True},
     "max_output_tokens": _number(1, integer=True),
     "max_tool_calls": _number(0, rules.MAX_TOOL_CALLS, integer=True),
-    "min_p": _number(0, 1),
     "metadata": {
         **_obj(),
         "maxProperties": rules.MAX_METADATA_PAIRS,
@@ -245,7 +245,6 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
         "description": "The stream always ends with the usage; it is never padded (include_obfuscation: true → 400).",
     },
-    "repetition_penalty": _number(0, 2),
     "temperature": _number(0, 2),
     "text": _obj({"format": TEXT_FORMAT, "verbosity": _enum(parts.VERBOSITIES)}),
     "tool_choice": {
@@ -265,24 +264,13 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         ),
         "items": {"type": "object", "required": ["type"], "properties": FUNCTION_TOOL_PROPS},
     },
-    "top_a": _number(0, 1),
     "top_k": _number(0, integer=True, nullable=False),
     "top_logprobs": _number(0, 20, integer=True),
     "top_p": _number(0, 1),
     "trace": _obj(),
-    "transforms": {
-        "type": "array",
-        "nullable": True,
-        "items": {"type": "string", "enum": ["middle-out"]},
-        "description": "middle-out turns on the context-compression plugin",
-    },
     "truncation": _enum(rules.TRUNCATION_VALUES),
-    "usage": {
-        **_obj({"include": {"type": "boolean"}}),
-        "additionalProperties": False,
-        "description": "Usage with its cost is always in the answer; include: false removes nothing",
-    },
     "user": IDENTIFIER,
+    **ROUTER_FIELD_SCHEMAS,
 }
 
 REQUEST = {
