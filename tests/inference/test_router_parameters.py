@@ -338,3 +338,12 @@ def test_router_parameters_of_a_messages_request(gw, fake_upstream):
     assert answer.status_code == 200 and "x-service-omitted-parameters" not in answer.headers
     sent = fake_upstream.last.body
     assert (sent["top_k"], sent["stop_sequences"], sent["temperature"]) == (3, ["END"], 0.5)
+
+
+def test_a_stream_names_what_was_left_out_in_its_head(gw, fake_upstream):
+    post, add = gw
+    plain = add("openai-chat", "fake/s-plain", "fake-s-plain", ["max_tokens"])
+    answer = post("/chat/completions", {"model": plain, "messages": HELLO, "stream": True, "seed": 4, "top_a": 0.1})
+    assert answer.status_code == 200 and answer.text.rstrip().endswith("data: [DONE]")
+    assert answer.headers["x-service-omitted-parameters"] == "seed, top_a"
+    assert "seed" not in fake_upstream.last.body and "top_a" not in fake_upstream.last.body
