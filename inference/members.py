@@ -103,6 +103,7 @@ CHAT = _table(
     ("audio", REFUSED, "the gateway does not offer audio output"),
     ("prediction", REFUSED, "the gateway does not offer predicted outputs"),
     ("web_search_options", REFUSED, "the gateway does not offer this option; use the service:web_search tool"),
+    ("speed", REFUSED, "a Messages member; on this format ask for service_tier fast (or priority)"),
 )
 
 RESPONSES = _table(
@@ -153,6 +154,7 @@ RESPONSES = _table(
     ("transforms", GATEWAY, _TRANSFORMS),
     ("usage", GATEWAY, "`{include}`: usage with `cost` is in every answer and at the end of every stream"),
     ("debug", GATEWAY, "`{echo_upstream_body}`: the upstream body, in the first event of a stream or the JSON answer"),
+    ("speed", REFUSED, "a Messages member; on this format ask for service_tier fast (or priority)"),
 )
 
 MESSAGES = _table(

@@ -15,6 +15,7 @@ import orjson
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.json_input import check_json, needs_scan
 from inference import schema_parts as parts
+from inference.members import RESPONSES as RESPONSES_MEMBERS
 from inference.schema_provider import check_provider
 from inference.schema_router import (
     check_min_p,
@@ -70,6 +71,9 @@ def validate_body(body: Any, forward_unknown: bool = False) -> dict[str, Any]:
     for name, value in body.items():
         checker = CHECKERS.get(name)
         if checker is None:
+            member = RESPONSES_MEMBERS.get(name)
+            if member is not None:  # a member of another format, refused here with the table's reason
+                raise validation_error(name, f"is not supported: {member.note}")
             if not forward_unknown:
                 raise validation_error(name, "unknown parameter")
             unknown = True
