@@ -6,7 +6,8 @@ output works offline (inference.providers.echo_turn reads the request, echo_valu
 - plain text: `Echo: <last user message>`; after tool results (and no further tool call), `Echo:` followed by
   each tool's name and what it returned;
 - with function `tools` (and `tool_choice` none / auto / required / a named function honoured): a call to one
-  tool, its arguments valid against the tool's `parameters`, derived from the last user message;
+  tool, its arguments valid against the tool's `parameters`, derived from the tool results when there are
+  some (a tool called with what the previous one returned), else from the last user message;
 - with `text.format` json_schema: a JSON answer valid against the schema, derived from the tool results when
   there are some, else from the last user message; json_object: the same for a JSON schema the prompt holds
   (JSON-mode clients write it there), else `{"echo": "<last user message>"}`.
@@ -92,7 +93,8 @@ class EchoAdapter(Adapter):
         self, body: dict[str, Any], turn: Turn, tool: dict[str, Any], read: int
     ) -> tuple[list[str], FunctionCallDone, CanonicalResult]:
         parameters = tool.get("parameters")
-        arguments = _json(SchemaFiller(parameters, turn.prompt).fill() if parameters else {})
+        source = " ".join(output for _, output in turn.results) or turn.prompt
+        arguments = _json(SchemaFiller(parameters, source).fill() if parameters else {})
         read += len(_words(_json(body.get("tools"))))
         call = FunctionCallDone(f"call_{uuid.uuid4().hex[:24]}", str(tool["name"]), arguments)
         usage = Usage(input_tokens=read, output_tokens=len(_pieces(arguments)))
