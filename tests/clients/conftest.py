@@ -41,7 +41,7 @@ def run_recipe(gateway_env):
 
     def run(name: str) -> dict:
         namespace: dict = {"__name__": f"recipe_{name.replace('-', '_')}"}
-        exec(compile(recipe(name), f"docs/clients.md:{name}", "exec"), namespace)  # noqa: S102
+        exec(compile(recipe(name), f"docs/clients.md:{name}", "exec"), namespace)
         return namespace
 
     return run
