@@ -21,7 +21,7 @@ MESSAGE_KEYS = {
     "developer": {"role", "content"},
     "user": {"role", "content"},
     "assistant": {"role", "content", "tool_calls", "refusal", "annotations"},
-    "tool": {"role", "content", "tool_call_id"},
+    "tool": {"role", "content", "tool_call_id", "name"},  # name: the function answered (router-API clients send it)
 }
 
 
@@ -111,6 +111,21 @@ def message_items(index: int, message: Any) -> list[dict[str, Any]]:
     if content is None:
         raise validation_error(f"{path}.content", "is required")
     return [{"type": "message", "role": role, "content": _content(f"{path}.content", role, content)}]
+
+
+def check_tool_names(messages: list[Any], items: list[dict[str, Any]]) -> None:
+    """A tool message's `name` (router-API clients such as the AI SDK's router provider send it) must be the name
+    of the function whose call its `tool_call_id` answers; the call id carries it on to every provider."""
+    calls = {item["call_id"]: item["name"] for item in items if item.get("type") == "function_call"}
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") != "tool" or message.get("name") is None:
+            continue
+        name, path = message["name"], f"messages[{index}].name"
+        if not isinstance(name, str):
+            raise validation_error(path, "must be a string")
+        called = calls.get(message.get("tool_call_id"))
+        if called is not None and called != name:
+            raise validation_error(path, f"is not the name of the function called by tool_call_id ({called})")
 
 
 def _joined(parts: list[dict[str, Any]]) -> str:

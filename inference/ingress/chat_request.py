@@ -30,7 +30,7 @@ from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
-from inference.ingress.chat_messages import message_items, refuse
+from inference.ingress.chat_messages import check_tool_names, message_items, refuse
 from inference.ingress.common import effort_values, is_int, require_list, require_object
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
@@ -317,6 +317,7 @@ def to_canonical(body: Any) -> dict[str, Any]:
     if not messages:
         raise validation_error("messages", "must contain at least one message")
     out["input"] = [item for index, message in enumerate(messages) for item in message_items(index, message)]
+    check_tool_names(messages, out["input"])
     if body.get("tools") is not None:
         out["tools"] = _tools(body["tools"])
     if body.get("tool_choice") is not None:

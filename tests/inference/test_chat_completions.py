@@ -263,6 +263,24 @@ def test_images_reach_an_anthropic_upstream(chat, fake_upstream):
     assert blocks[2] == {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
 
 
+TOOL_TURN = [
+    {"role": "user", "content": "Weather?"},
+    {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+]
+
+
+def test_a_tool_message_may_name_the_function_it_answers(chat, echo_catalog):
+    """Router-API clients (the AI SDK's router provider) send the function's name on tool messages."""
+    client, _ = chat
+    messages = [*TOOL_TURN[:2], {**TOOL_TURN[2], "name": "get_weather"}]
+    answer = client.chat.completions.create(model="echo/echo-1", messages=messages)
+    assert answer.choices[0].message.content == "Echo: get_weather returned sunny"
+
+
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
@@ -278,6 +296,8 @@ def test_images_reach_an_anthropic_upstream(chat, fake_upstream):
         ({"response_format": {"type": "xml"}}, "response_format.type"),
         ({"messages": [{"role": "function", "content": "x", "name": "f"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": "x", "name": "bob"}]}, "messages[0].name"),
+        ({"messages": [*TOOL_TURN[:2], {**TOOL_TURN[2], "name": "other"}]}, "messages[2].name"),
+        ({"messages": [*TOOL_TURN[:2], {**TOOL_TURN[2], "name": 3}]}, "messages[2].name"),
         ({"messages": []}, "messages"),
         ({"tools": [{"type": "custom", "custom": {"name": "x"}}]}, "tools[0].type"),
         ({"web_search_options": {}}, "web_search_options"),
