@@ -2,7 +2,8 @@
 `@ai-sdk/openai-compatible`), run by node against a live gateway: text, a tool loop and `generateObject`.
 
 The packages come from npm, installed by .ci/run into GATEWAY_CLIENTS_NODE_DIR (outside the repository).
-Without them the test is skipped, unless GATEWAY_REQUIRE_AGENTS=1 (set by .ci/run) makes it fail."""
+Without them the test is skipped (listed at the end of the run with the command that installs them), unless
+GATEWAY_REQUIRE_AGENTS (set by .ci/run) makes it fail."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from tests.clients.conftest import recipe
 from tests.inference.conftest import generations
+from tests.missing_tools import skip_or_fail
 
 PACKAGES = ("ai", "@openrouter/ai-sdk-provider", "@ai-sdk/openai-compatible", "zod")
 
@@ -30,10 +32,8 @@ def node_modules():
     folder = node_dir()
     missing = [p for p in PACKAGES if not (folder / "node_modules" / p / "package.json").exists()]
     if shutil.which("node") is None or missing:
-        reason = f"node or the npm packages {missing} in {folder} are missing (.ci/run installs them)"
-        if os.environ.get("GATEWAY_REQUIRE_AGENTS") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        install = f"npm install --prefix {folder} " + " ".join(PACKAGES)
+        skip_or_fail(f"node with the npm packages {', '.join(missing)}", install, "GATEWAY_REQUIRE_AGENTS")
     return folder
 
 
