@@ -23,9 +23,19 @@ ANY_KEY_OPERATIONS = {
     ("GET", "/api/v1/models/{vendor}/{name}"),
     ("GET", "/api/v1/models/{vendor}/{name}/endpoints"),
     ("GET", "/api/v1/generation"),
+    ("GET", "/api/v1/credits"),
+    ("GET", "/api/v1/models/count"),
+    ("GET", "/api/v1/model/{author}/{slug}"),
+    ("GET", "/api/v1/endpoints/zdr"),
+    ("GET", "/api/v1/providers"),
+    ("GET", "/api/v1/embeddings/models"),
 }
 # Operations on the shared catalog, which belongs to no organization (out of the cross-organization tests).
-CATALOG_OPERATIONS = {("GET", "/api/v1/models/{vendor}/{name}"), ("GET", "/api/v1/models/{vendor}/{name}/endpoints")}
+CATALOG_OPERATIONS = {
+    ("GET", "/api/v1/models/{vendor}/{name}"),
+    ("GET", "/api/v1/models/{vendor}/{name}/endpoints"),
+    ("GET", "/api/v1/model/{author}/{slug}"),
+}
 # Reads of one resource named by a query parameter (their cross-organization 404 is tested on their own:
 # tests/inference/test_generation_lookup.py).
 QUERY_LOOKUP_OPERATIONS = {("GET", "/api/v1/generation")}
@@ -103,6 +113,7 @@ class OrgResources:
             "version": "1",
             "interval": "daily",
             "vendor": "echo",
+            "author": "echo",
             "name": "echo-1",
             "id": self.ids.get(self._id_kind(operation.path), ""),
         }
