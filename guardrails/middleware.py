@@ -18,6 +18,7 @@ from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
 from inference.routers.options import SLUG_ROUTERS
+from inference.unknown_members import forwarded
 
 _policies = PolicyCache("guardrail-policies")
 _scanned = TextCache()  # what the content filters found in recently scanned texts, per organization
@@ -135,15 +136,23 @@ class GuardrailMiddleware:
 
     @staticmethod
     def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:
-        """A file the filters cannot read (a PDF, a file by id or URL), or token ids (an /embeddings input), would
-        carry text past a block or redact filter: 403 naming it. Flag-only filters let it through (they only
-        observe)."""
+        """A file the filters cannot read (a PDF, a file by id or URL), token ids (an /embeddings input), or a member
+        the gateway does not know (forwarded as sent to a same-format upstream) would carry text past a block or
+        redact filter: 403 naming it. Flag-only filters let it through (they only observe)."""
         enforcing = [r for r in policy.rules if any(f.action in ("block", "redact") for f in r.filters)]
         if enforcing and has_token_input(ctx.body):  # an /embeddings input of token ids
             guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
             raise _refusal(
                 f"Content filters of guardrail {guardrails} cannot read token ids: send the input as text",
                 {"field": "input", "guardrail_ids": [str(r.id) for r in enforcing]},
+            )
+        if enforcing and (members := forwarded(ctx.body)):
+            listed = ", ".join(f"'{name}'" for name in members)
+            guardrails = ", ".join(f"'{r.name}'" for r in enforcing)
+            raise _refusal(
+                f"Content filters of guardrail {guardrails} cannot read {listed}: a member the gateway does not "
+                "know is forwarded as sent, unread; send the request without it",
+                {"fields": list(members), "guardrail_ids": [str(r.id) for r in enforcing]},
             )
         if enforcing and (names := opaque_files(ctx.body)):
             listed = ", ".join(f"'{n}'" for n in names)

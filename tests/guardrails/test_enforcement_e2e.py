@@ -331,3 +331,18 @@ def test_a_model_refused_by_a_guardrail_has_its_stage_in_service_metadata(gatewa
             "data": {"action": "block", "detected": True, "engines": ["model-policy"], "patterns": [MODEL]},
         }
     ]
+
+
+def test_a_forwarded_unknown_member_cannot_carry_text_past_a_blocking_filter(gateway, api, org, fake_upstream):
+    body = {"model": MODEL, "input": "Hello", "x_note": "My SSN is 078-05-1120", "provider": {"only": ["fakeai"]}}
+    allowed = infer(gateway, org, body)  # no guardrail yet: forwarded as sent to the Responses-format upstream
+    assert allowed.status_code == 200, allowed.json()
+    assert fake_upstream.last.body["x_note"] == "My SSN is 078-05-1120"
+    guardrail = key_guardrail(api, org, content_filter_builtins=[{"slug": "ssn", "action": "block"}])
+    calls = len(fake_upstream.requests)
+    refused = infer(gateway, org, body)
+    assert refused.status_code == 403
+    error = refused.json()["error"]
+    assert error["metadata"] == {"fields": ["x_note"], "guardrail_ids": [guardrail["id"]]}
+    assert "cannot read 'x_note'" in error["message"]
+    assert len(fake_upstream.requests) == calls  # nothing went upstream
