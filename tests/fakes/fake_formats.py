@@ -26,6 +26,7 @@ class Reply:
     billed_output: int | None = None  # output tokens reported instead of the pieces' count (size billing)
     omit_usage: bool = False  # answer without usage, as several OpenAI-compatible servers do
     reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
+    signature: str = "sig-fake"  # the Anthropic thinking block's signature
     service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
     images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
 
@@ -285,7 +286,7 @@ def _anthropic_block(reply: Reply) -> dict[str, Any]:
 def _anthropic_thinking(reply: Reply) -> list[dict[str, Any]]:
     if not reply.reasoning:
         return []
-    return [{"type": "thinking", "thinking": "".join(reply.reasoning), "signature": "sig-fake"}]
+    return [{"type": "thinking", "thinking": "".join(reply.reasoning), "signature": reply.signature}]
 
 
 def messages_json(model: str, reply: Reply) -> dict[str, Any]:
@@ -314,7 +315,7 @@ def messages_frames(model: str, reply: Reply) -> list[bytes]:
     blocks = [(block, deltas)]
     if reply.reasoning:
         thinking = [{"type": "thinking_delta", "thinking": piece} for piece in reply.reasoning]
-        thinking.append({"type": "signature_delta", "signature": "sig-fake"})
+        thinking.append({"type": "signature_delta", "signature": reply.signature})
         blocks.insert(0, ({"type": "thinking", "thinking": "", "signature": ""}, thinking))
     for index, (block, deltas) in enumerate(blocks):
         start = {"type": "content_block_start", "index": index, "content_block": block}
