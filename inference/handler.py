@@ -31,6 +31,7 @@ from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
 from inference.ingress import ingress_of
 from inference.ingress.common import DEBUG_KEY
+from inference.ingress.context_edits import CONTEXT_EDITS, edit_context
 from inference.pipeline.context import Candidate, Context, Credential
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall
 from inference.providers.registry import get_adapter
@@ -291,6 +292,8 @@ async def call_with_fallback(
                 _attempt(ctx, candidate, "skipped_by_plugin")
                 errors.append((candidate, error.with_traceback(None)))
                 continue
+        if CONTEXT_EDITS in sent and candidate.api_format != "anthropic-messages":
+            sent = edit_context(ctx, sent)  # a Messages request's context_management, applied by the gateway
         credentials = await credentials_for(ctx, candidate)
         if not credentials:
             _attempt(ctx, candidate, "no_credentials")

@@ -161,7 +161,7 @@ MESSAGES = _table(
     ("model", HONOURED, "the catalog slug; `@preset/<slug>` applies a preset"),
     ("models", GATEWAY, "fallback models, tried after `model`"),
     ("max_tokens", HONOURED, "required; → `max_output_tokens`"),
-    ("messages", HONOURED, "user / assistant turns of blocks (see Request members)"),
+    ("messages", HONOURED, "user / assistant turns of blocks, mid-conversation system messages (see Request members)"),
     ("system", HONOURED, "a string or text blocks"),
     ("tools", HONOURED, "custom tools; web_search, web_fetch, tool_search_tool_bm25 run by the gateway"),
     ("tool_choice", HONOURED, "auto, any, tool, none; `disable_parallel_tool_use`"),
@@ -186,7 +186,12 @@ MESSAGES = _table(
     ("plugins", GATEWAY, "docs/plugins.md"),
     ("mcp_servers", REFUSED, "the gateway does not connect to MCP servers for a request"),
     ("container", REFUSED, "the gateway runs no code-execution containers"),
-    ("context_management", REFUSED, "the gateway does not edit the context on the provider's side"),
+    (
+        "context_management",
+        HONOURED,
+        "edits: forwarded to Anthropic-format endpoints; clear_thinking / clear_tool_uses applied by the gateway "
+        "for the others, `applied_edits` in the answer (docs/agents.md); other edit types → 400",
+    ),
     ("inference_geo", REFUSED, "use provider preferences (`provider.only`) and the key's region instead"),
     ("diagnostics", REFUSED, "the gateway does not offer this option"),
     ("user_profile_id", REFUSED, "the gateway does not offer this option"),

@@ -98,7 +98,8 @@ def _tool_result(path: str, block: dict[str, Any]) -> dict[str, Any]:
     if block.get("is_error") is not None and not isinstance(block["is_error"], bool):
         raise validation_error(f"{path}.is_error", "must be a boolean")
     output = f"Error: {content}" if block.get("is_error") else content
-    return {"type": "function_call_output", "call_id": block["tool_use_id"], "output": output}
+    item = {"type": "function_call_output", "call_id": block["tool_use_id"], "output": output}
+    return cache(path, block, item)  # a breakpoint on the result reaches Anthropic-format providers
 
 
 def _tool_use(path: str, block: dict[str, Any]) -> dict[str, Any]:
@@ -174,6 +175,22 @@ def system_items(value: Any) -> list[dict[str, Any]]:
     return [{"type": "message", "role": "system", "content": parts}] if parts else []
 
 
+def _system_message(path: str, content: Any) -> dict[str, Any]:
+    """A `system` message inside `messages` (mid-conversation instructions) → a developer message at the same
+    place: Anthropic-format providers get it back there (with the mid-conversation beta the client sent), Chat
+    Completions providers as a `system` message, Responses providers as a `developer` one."""
+    if isinstance(content, str):
+        return {"type": "message", "role": "developer", "content": content}
+    parts = []
+    for index, block in enumerate(require_list(f"{path}.content", content)):
+        where = f"{path}.content[{index}]"
+        block = require_object(where, block)
+        if block.get("type") != "text":
+            raise validation_error(f"{where}.type", "must be text in a system message")
+        parts.append(_text_block(where, block, "system"))
+    return {"type": "message", "role": "developer", "content": parts}
+
+
 def message_items(value: Any) -> list[dict[str, Any]]:
     messages = require_list("messages", value)
     if not messages:
@@ -182,10 +199,13 @@ def message_items(value: Any) -> list[dict[str, Any]]:
     for index, message in enumerate(messages):
         path = f"messages[{index}]"
         message = require_object(path, message)
-        if message.get("role") not in ("user", "assistant"):
-            raise validation_error(f"{path}.role", "must be user or assistant")
+        if message.get("role") not in ("user", "assistant", "system"):
+            raise validation_error(f"{path}.role", "must be user, assistant or system")
         extra = set(message) - {"role", "content"}
         if extra:
             raise validation_error(f"{path}.{sorted(extra)[0]}", "is not a member of a message")
+        if message["role"] == "system":
+            items.append(_system_message(path, message.get("content")))
+            continue
         items.extend(_blocks(path, message["role"], message.get("content")))
     return items

@@ -37,6 +37,7 @@ from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
+from inference.ingress import context_edits
 from inference.ingress.common import is_int, require_list, require_object
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
@@ -182,6 +183,7 @@ def _output(body: dict[str, Any], out: dict[str, Any]) -> None:
         if config.get("effort") is not None:
             schema.CHECKERS["reasoning"]("output_config", {"effort": config["effort"]})
             out["reasoning"] = {**out.get("reasoning", {}), "effort": config["effort"]}
+            out["anthropic_effort"] = config["effort"]  # Anthropic-format providers get it as sent
     if body.get("output_format") is not None:
         fmt = _json_format("output_format", body["output_format"])
     if fmt:
@@ -222,6 +224,7 @@ HANDLED = frozenset(
         "speed",
         "cache_control",
         "stream",
+        "context_management",
     }
 )
 
@@ -263,6 +266,7 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
         _tool_choice(body["tool_choice"], out)
     if body.get("thinking") is not None:
         out["reasoning"] = _thinking(body["thinking"], max_tokens)
+        out["anthropic_thinking"] = body["thinking"]  # Anthropic-format providers get it as sent
     _output(body, out)
     if body.get("stop_sequences"):
         out["stop"] = _stop_sequences(body["stop_sequences"])
@@ -277,6 +281,8 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
     if body.get("cache_control") is not None:
         schema.CHECKERS["cache_control"]("cache_control", body["cache_control"])
         out["cache_control"] = body["cache_control"]
+    if body.get("context_management") is not None:
+        out["anthropic_context_management"] = context_edits.validate(body["context_management"])
     if betas:
         out["anthropic_beta"] = betas
     return out

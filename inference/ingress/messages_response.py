@@ -24,6 +24,7 @@ import orjson
 
 from gateway_project.api.errors import GatewayError
 from inference.ingress.common import answer_json, finish_outcome, function_calls, mark_first_byte, reasoning_text
+from inference.ingress.context_edits import answer_member
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
 
@@ -121,6 +122,9 @@ def message_json(ctx: Context, result: CanonicalResult, candidate: Candidate, is
         }
         payload["content"].append(block)
     payload["stop_reason"] = stop_reason(result)
+    management = answer_member(ctx, result)
+    if management is not None:
+        payload["context_management"] = management
     return answer_json(ctx, payload, usage_object(result.usage, cost, is_byok))
 
 
@@ -230,7 +234,11 @@ class MessagesStream:
         self._close_open()
         cost = finish_outcome(self.ctx, self.candidate, result)
         delta = {"stop_reason": stop_reason(result), "stop_sequence": None}
-        self.emit("message_delta", {"delta": delta, "usage": usage_object(result.usage, cost, self.is_byok)})
+        event = {"delta": delta, "usage": usage_object(result.usage, cost, self.is_byok)}
+        management = answer_member(self.ctx, result)
+        if management is not None:
+            event["context_management"] = management
+        self.emit("message_delta", event)
         self.emit("message_stop", {})
         await self._flush(more=False)
 

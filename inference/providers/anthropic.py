@@ -45,6 +45,7 @@ from inference.unknown_members import add_forwarded
 ANTHROPIC_VERSION = "2023-06-01"
 STRUCTURED_OUTPUTS_BETA = "structured-outputs-2025-11-13"
 FAST_MODE_BETA = "fast-mode-2026-02-01"
+MID_CONVERSATION_SYSTEM = "mid-conversation-system-"
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
 MIN_THINKING_BUDGET = 1024
 
@@ -104,14 +105,25 @@ def _system_blocks(content: Any) -> list[dict[str, Any]]:
     return [_block(part) for part in content_parts(content) if part.get("type") in TEXT_PART_TYPES]
 
 
+def _mid_conversation(body: dict[str, Any]) -> bool:
+    """The client sent the mid-conversation system messages beta (a Messages request's `system` messages)."""
+    return any(beta.startswith(MID_CONVERSATION_SYSTEM) for beta in body.get("anthropic_beta") or ())
+
+
 def build_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(system text blocks, messages) of a Responses request."""
     system = [{"type": "text", "text": body["instructions"]}] if body.get("instructions") else []
     messages: list[dict[str, Any]] = []
+    in_place = _mid_conversation(body)
     for item in input_items(body):
         kind = item_type(item)
         if kind == "message":
             role = item.get("role") or "user"
+            if role == "developer" and in_place and messages:
+                content = item.get("content")
+                blocks = content if isinstance(content, str) else _system_blocks(content)
+                messages.append({"role": "system", "content": blocks})
+                continue
             if role in ("system", "developer"):
                 system.extend(_system_blocks(item.get("content")))
                 continue
@@ -127,6 +139,8 @@ def build_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
                 "tool_use_id": str(item.get("call_id", "")),
                 "content": output_to_text(item.get("output")),
             }
+            if item.get("cache_control"):
+                result["cache_control"] = item["cache_control"]
             _append(messages, "user", [result])
         elif kind == "reasoning":
             block = _thinking_block(item)
@@ -186,7 +200,37 @@ def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
     return THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
 
 
+def _native_thinking(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) -> bool:
+    """A Messages request's `thinking` and `output_config.effort`, as the client sent them; False when the request
+    came in another format (its `reasoning` is translated instead)."""
+    if "anthropic_thinking" not in body and "anthropic_effort" not in body:
+        return False
+    requested = body.get("max_output_tokens")
+    out["max_tokens"] = requested if requested is not None else default_max_tokens
+    thinking = body.get("anthropic_thinking")
+    budget = thinking.get("budget_tokens") if thinking is not None else None
+    if isinstance(budget, int) and budget >= out["max_tokens"]:  # the endpoint's output cap is below the request's
+        thinking = {**thinking, "budget_tokens": max(out["max_tokens"] - 1, MIN_THINKING_BUDGET)}
+    if thinking is not None:
+        out["thinking"] = thinking
+    if body.get("anthropic_effort") is not None:
+        out["output_config"] = {"effort": body["anthropic_effort"]}
+    if thinking is None or thinking.get("type") == "disabled":
+        _sampling(body, out)
+    return True
+
+
+def _sampling(body: dict[str, Any], out: dict[str, Any]) -> None:
+    if body.get("temperature") is not None:
+        out["temperature"] = min(float(body["temperature"]), 1.0)
+    for key in ("top_p", "top_k"):
+        if body.get(key) is not None:
+            out[key] = body[key]
+
+
 def _limits(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) -> None:
+    if _native_thinking(body, out, default_max_tokens):
+        return
     budget = _thinking_budget(body, out)
     requested = body.get("max_output_tokens")
     if budget is not None and requested is not None:
@@ -197,11 +241,7 @@ def _limits(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) 
     if budget is not None:
         out["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return
-    if body.get("temperature") is not None:
-        out["temperature"] = min(float(body["temperature"]), 1.0)
-    for key in ("top_p", "top_k"):
-        if body.get(key) is not None:
-            out[key] = body[key]
+    _sampling(body, out)
 
 
 def build_body(
@@ -246,6 +286,8 @@ def build_body(
     if user_id:
         out["metadata"] = {"user_id": user_id}
     _tier(body.get("service_tier"), out, betas)
+    if body.get("anthropic_context_management") is not None:
+        out["context_management"] = body["anthropic_context_management"]
     if stream:
         out["stream"] = True
     add_forwarded(out, body)

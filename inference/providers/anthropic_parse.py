@@ -73,7 +73,13 @@ def parse_response(data: Any) -> CanonicalResult:
             calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
     finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
     output = build_output("".join(texts), calls, reasoning="".join(thinking), signature=signature)
-    return make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
+    result = make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
+    result.context_management = _context_management(data.get("context_management"))
+    return result
+
+
+def _context_management(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 class MessagesStreamParser:
@@ -89,6 +95,7 @@ class MessagesStreamParser:
         self.calls: list[tuple[str, str, str]] = []
         self.stop_reason: str | None = None
         self.stopped = False
+        self.context_management: dict[str, Any] | None = None
 
     def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
         if sse.data == "[DONE]":
@@ -115,6 +122,7 @@ class MessagesStreamParser:
         elif kind == "message_delta":
             self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
             self._usage(event.get("usage"))
+            self.context_management = _context_management(event.get("context_management")) or self.context_management
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "error":
@@ -160,4 +168,6 @@ class MessagesStreamParser:
         output = build_output(
             "".join(self.text), self.calls, reasoning="".join(self.thinking), signature=self.signature
         )
-        return make_result(self.upstream_id, output, parse_usage(self.usage), finish)
+        result = make_result(self.upstream_id, output, parse_usage(self.usage), finish)
+        result.context_management = self.context_management
+        return result

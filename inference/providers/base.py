@@ -122,6 +122,7 @@ class CanonicalResult:
     status: str = "completed"  # completed | incomplete
     incomplete_reason: str | None = None  # max_output_tokens | content_filter
     finish_reason: str = "stop"  # stop | length | tool_calls | content_filter | ...
+    context_management: dict[str, Any] | None = None  # Anthropic's `context_management` of the answer (applied edits)
 
     @property
     def text(self) -> str:

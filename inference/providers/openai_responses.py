@@ -78,6 +78,8 @@ def _clean_input(value: Any, markers: tuple[str, ...] = _PART_MARKERS) -> Any:
     for item in value:
         if isinstance(item, dict) and item.get("type") == "reasoning" and not item.get("id"):
             continue  # reasoning translated from another format (an Anthropic thinking block): not OpenAI's
+        if isinstance(item, dict) and "cache_control" in item:  # a Messages tool_result's breakpoint
+            item = {k: v for k, v in item.items() if k != "cache_control"}
         content = item.get("content") if isinstance(item, dict) else None
         if isinstance(content, list) and any(isinstance(p, dict) and p.keys() & set(markers) for p in content):
             content = [{k: v for k, v in p.items() if k not in markers} for p in content]

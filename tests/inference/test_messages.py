@@ -194,7 +194,7 @@ def test_bad_key_raises_authentication_error_with_our_message(gateway_server, ec
         ({"tools": [{"type": "code_execution_20250522", "name": "code_execution"}]}, "tools[0].type"),
         ({"metadata": {"user_id": "u", "team": "x"}}, "metadata.team"),
         ({"thinking": {"type": "enabled", "budget_tokens": 100}}, "thinking.budget_tokens"),
-        ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
         ({"workspace_id": "w"}, "workspace_id"),
     ],
 )
