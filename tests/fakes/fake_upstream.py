@@ -7,6 +7,9 @@ It serves the three wire formats the gateway's adapters speak, JSON and streamed
 - `POST /v1/messages`           Anthropic Messages
 - `POST /v1/embeddings`         OpenAI embeddings (JSON only; see `_embeddings` for the vectors; `fail-<status>`,
                                 `garbage-json`, `hang` and the slow scenarios apply)
+- `POST /v1/messages/count_tokens` / `POST /v1/responses/input_tokens`   Anthropic's and OpenAI's input token
+                                counts: `count_answer` (a quarter of the request's bytes, rounded up; the
+                                `fail-<status>` and slow scenarios apply)
 - `POST /v1/moderations`        OpenAI moderations (JSON only; `MODERATION_WORDS` decide the verdicts; the same
                                 failure scenarios apply)
 
@@ -114,6 +117,15 @@ def billed_input_tokens(body: dict[str, Any], raw: bytes, image_tokens: int) -> 
     messages = body.get("messages") if isinstance(body.get("messages"), list) else body.get("input")
     count = len(messages) if isinstance(messages, list) else 1
     return -(-(len(raw) - image_size) // 4) + 4 * count + 8 + images * image_tokens
+
+
+COUNT_PATHS = ("/count_tokens", "/input_tokens")
+
+
+def count_answer(path: str, raw: bytes) -> dict[str, Any]:
+    """The count endpoints' answer: a quarter of the request's bytes, rounded up."""
+    answer: dict[str, Any] = {"input_tokens": -(-len(raw) // 4)}
+    return {"object": "response.input_tokens", **answer} if path.endswith("/input_tokens") else answer
 
 
 @dataclass
@@ -262,6 +274,8 @@ class FakeUpstream:
                 web.post("/v1/responses", self._handle),
                 web.post("/v1/chat/completions", self._handle),
                 web.post("/v1/messages", self._handle),
+                web.post("/v1/messages/count_tokens", self._handle),
+                web.post("/v1/responses/input_tokens", self._handle),
                 web.post("/v1/embeddings", self._handle),
                 web.post("/v1/moderations", self._handle),
             ]
@@ -392,6 +406,8 @@ class FakeUpstream:
             await asyncio.sleep(scenario.delay if scenario.delay is not None else self.first_byte_delay)
         if name == "garbage-json":
             return web.Response(body=b"<html>definitely not json", content_type="application/json")
+        if request.path.endswith(COUNT_PATHS):
+            return web.json_response(count_answer(request.path, record.raw))
         if request.path.endswith("/embeddings"):
             return web.json_response(self._embeddings(body))
         if request.path.endswith("/moderations"):

@@ -1,0 +1,146 @@
+"""POST /api/v1/messages/count_tokens (with or without `?beta=true`, as the anthropic SDK and Claude Code send it):
+`{"input_tokens": N}`, the input tokens a Messages request would take on the model it is routed to.
+
+The body is a Messages request without `max_tokens` and `stream` (validated by the Messages ingress: a 400 names a
+wrong member). It runs through the inference middleware chain without the steps that charge or count a call
+(`UNCHARGED`: rate limits, the response cache, budgets, accounting): the same key auth, region and guardrails (a
+blocked request is refused as /messages refuses it), presets apply. Nothing is charged and no Generation row is
+written.
+
+The count comes from the first candidate's provider when its format offers one: an Anthropic-format provider's
+`/v1/messages/count_tokens` (the body the Messages adapter builds, restricted to the members that endpoint takes,
+with the client's `anthropic-beta` features), an OpenAI Responses provider's `/v1/responses/input_tokens` (the
+Responses body, restricted likewise). Otherwise, or when that call fails, it is the gateway's estimate
+(`ESTIMATE_BYTES_PER_TOKEN` bytes of the canonical request's JSON a token, budgets.estimate). The answer's
+`x-token-count` header says which: `exact` or `estimate`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from budgets.estimate import prompt_token_estimate
+from gateway_project.api.errors import GatewayError, validation_error
+from inference.consumers import InferenceConsumer
+from inference.credentials import credentials_for
+from inference.handler import upstream_body, upstream_timeouts
+from inference.ingress import MessagesIngress
+from inference.pipeline.context import Candidate, Context
+from inference.pipeline.runner import build_chain
+from inference.providers.base import ProviderError, UpstreamCall, UpstreamRequest
+from inference.providers.http import post_json
+from inference.providers.registry import get_adapter
+from inference.routing import resolve_candidates
+
+logger = logging.getLogger("gateway.inference")
+
+UNCHARGED = frozenset(
+    {
+        "ratelimits.middleware.RateLimitMiddleware",
+        "responsecache.middleware.ResponseCacheMiddleware",
+        "budgets.middleware.BudgetMiddleware",
+        "inference.middleware.AccountingMiddleware",
+    }
+)
+ESTIMATE_BYTES_PER_TOKEN = 4
+NOT_COUNT_MEMBERS = ("max_tokens", "stream")
+COUNT_MAX_TOKENS = 1 << 30  # the Messages validator wants max_tokens: a count request has none
+ANTHROPIC_COUNT_MEMBERS = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "thinking", "context_management", "output_config"}
+    | {"output_format", "speed"}
+)
+RESPONSES_COUNT_MEMBERS = frozenset(
+    {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "reasoning", "text"}
+    | {"truncation", "conversation", "previous_response_id"}
+)
+
+
+class CountIngress(MessagesIngress):
+    """A Messages body without max_tokens and stream, in the Messages error shape."""
+
+    def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+        try:
+            body = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError as exc:
+            raise GatewayError(400, f"Malformed JSON body: {exc}") from None
+        if isinstance(body, dict):
+            for name in NOT_COUNT_MEMBERS:
+                if name in body:
+                    raise validation_error(name, "is not a member of a count_tokens request")
+            body = {**body, "max_tokens": COUNT_MAX_TOKENS}
+        canonical = super().parse(orjson.dumps(body), headers)
+        canonical.pop("max_output_tokens", None)
+        return canonical
+
+
+def _count_request(candidate: Candidate, call: UpstreamCall) -> UpstreamRequest | None:
+    """The provider's count request for `call`, or None when its format has no count endpoint."""
+    if candidate.api_format == "anthropic-messages":
+        request = get_adapter(candidate.api_format).build_request(call)
+        request.url += "/count_tokens"
+        request.json = {k: v for k, v in request.json.items() if k in ANTHROPIC_COUNT_MEMBERS}
+        return request
+    if candidate.api_format == "openai-responses":
+        request = get_adapter(candidate.api_format).build_request(call)
+        request.url = request.url.removesuffix("/responses") + "/responses/input_tokens"
+        request.json = {k: v for k, v in request.json.items() if k in RESPONSES_COUNT_MEMBERS}
+        return request
+    return None
+
+
+async def _exact(ctx: Context, candidate: Candidate, body: dict[str, Any]) -> int | None:
+    for cred in await credentials_for(ctx, candidate):
+        call = UpstreamCall(
+            body=body,
+            upstream_model=candidate.upstream_model,
+            base_url=candidate.base_url,
+            credential=cred,
+            stream=False,
+            timeouts=upstream_timeouts(),
+        )
+        request = _count_request(candidate, call)
+        if request is None:
+            return None
+        try:
+            data = await post_json(request, call.timeouts, cred.api_key)
+        except ProviderError as error:
+            logger.info("count_tokens on %s failed, estimating: %s", candidate.provider_slug, error)
+            return None
+        count = data.get("input_tokens") if isinstance(data, dict) else None
+        return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+    return None
+
+
+async def count_handler(ctx: Context) -> None:
+    responder = ctx.extras["inference.responder"]
+    candidates = await resolve_candidates(ctx)
+    if not candidates:
+        raise GatewayError(404, "No endpoint serves this model")
+    candidate = candidates[0]
+    body = upstream_body(ctx)
+    count = await _exact(ctx, candidate, body)
+    kind = "exact"
+    if count is None:
+        count = prompt_token_estimate(body, candidate, ESTIMATE_BYTES_PER_TOKEN)
+        kind = "estimate"
+    await responder.send_json(200, orjson.dumps({"input_tokens": count}), {"x-token-count": kind})
+
+
+class CountConsumer(InferenceConsumer):
+    """The count route's ASGI application: the inference consumer around its own, uncharged chain."""
+
+    _count_chain = None
+
+    @property
+    def chain(self):
+        if CountConsumer._count_chain is None:
+            paths = [p for p in settings.GATEWAY_INFERENCE_MIDDLEWARE if p not in UNCHARGED]
+            CountConsumer._count_chain = build_chain(count_handler, paths)
+        return CountConsumer._count_chain
+
+
+count_tokens_consumer = CountConsumer(CountIngress())
