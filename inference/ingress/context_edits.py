@@ -105,7 +105,8 @@ def validate(value: Any) -> dict[str, Any]:
 
 
 def _turns(items: list[dict[str, Any]]) -> list[list[int]]:
-    """The indexes of each assistant turn's items (a run of assistant messages, tool calls and reasoning)."""
+    """The indexes of each assistant turn's items (a run of assistant messages, tool calls and reasoning: one
+    Anthropic assistant message)."""
     turns: list[list[int]] = []
     open_turn = False
     for index, item in enumerate(items):
@@ -116,7 +117,7 @@ def _turns(items: list[dict[str, Any]]) -> list[list[int]]:
                 turns.append([])
                 open_turn = True
             turns[-1].append(index)
-        elif kind != "function_call_output":
+        else:  # a user message or a tool output (Anthropic's user message of tool results) ends the turn
             open_turn = False
     return turns
 
