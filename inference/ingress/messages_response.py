@@ -26,7 +26,15 @@ from gateway_project.api.errors import GatewayError
 from inference.ingress.common import answer_json, finish_outcome, function_calls, mark_first_byte, reasoning_text
 from inference.ingress.context_edits import answer_member
 from inference.pipeline.context import Candidate, Context, Usage
-from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, ReasoningDelta, StreamDone, TextDelta
+from inference.providers.base import (
+    CanonicalResult,
+    Flush,
+    FunctionCallDone,
+    ReasoningDelta,
+    RedactedReasoning,
+    StreamDone,
+    TextDelta,
+)
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -78,12 +86,21 @@ def usage_object(usage: Usage, cost: Decimal, is_byok: bool) -> dict[str, Any]:
     }
 
 
-def signature_of(result: CanonicalResult) -> str:
-    """The provider's signature of the reasoning (Anthropic's, kept as the reasoning item's encrypted_content)."""
-    for item in result.output:
-        if item.get("type") == "reasoning" and isinstance(item.get("encrypted_content"), str):
-            return item["encrypted_content"]
-    return ""
+def thinking_blocks(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A `thinking` block per reasoning item (its text, its signature or ""), a `redacted_thinking` block per
+    redacted one (Anthropic's, sent back by the client as they were)."""
+    blocks = []
+    for item in output:
+        if item.get("type") != "reasoning":
+            continue
+        if item.get("redacted"):
+            blocks.append({"type": "redacted_thinking", "data": str(item.get("encrypted_content") or "")})
+            continue
+        text = reasoning_text([item])
+        signature = item.get("encrypted_content")
+        if text or signature:
+            blocks.append({"type": "thinking", "thinking": text, "signature": signature or ""})
+    return blocks
 
 
 def tool_input(arguments: str) -> Any:
@@ -108,9 +125,7 @@ def _shell(ctx: Context, candidate: Candidate) -> dict[str, Any]:
 def message_json(ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
     cost = finish_outcome(ctx, candidate, result)
     payload = _shell(ctx, candidate)
-    reasoning = reasoning_text(result.output)
-    if reasoning:
-        payload["content"].append({"type": "thinking", "thinking": reasoning, "signature": signature_of(result)})
+    payload["content"].extend(thinking_blocks(result.output))
     if result.text:
         payload["content"].append({"type": "text", "text": result.text})
     for item in function_calls(result.output):
@@ -181,7 +196,7 @@ class MessagesStream:
         self._delta({"type": "text_delta", "text": text})
 
     def _thinking(self, text: str, signature: str = "") -> None:
-        if self.open_kind != "thinking":
+        if self.open_kind != "thinking" or (self.signed and text):  # a new block after a signed one
             self._open_block({"type": "thinking", "thinking": "", "signature": ""}, "thinking")
             self.signed = False
         self.reasoning = True
@@ -190,6 +205,11 @@ class MessagesStream:
         if signature:
             self._delta({"type": "signature_delta", "signature": signature})
             self.signed = True
+
+    def _redacted(self, data: str) -> None:
+        self._open_block({"type": "redacted_thinking", "data": data})
+        self.emit("content_block_stop", {"index": self.index})
+        self.reasoning = True
 
     def _tool_use(self, call_id: str, name: str, arguments: str) -> None:
         self._open_block({"type": "tool_use", "id": call_id, "name": name, "input": {}})
@@ -209,6 +229,8 @@ class MessagesStream:
                 self._thinking(event.text, event.signature)
         elif isinstance(event, FunctionCallDone):
             self._tool_use(event.call_id, event.name, event.arguments)
+        elif isinstance(event, RedactedReasoning):
+            self._redacted(event.data)
         elif isinstance(event, StreamDone):
             await self._complete(event.result)
             return True
@@ -224,9 +246,11 @@ class MessagesStream:
 
     async def _complete(self, result: CanonicalResult) -> None:
         if self.index < 0:  # nothing streamed yet: the reasoning, then what an adapter only sent as the result
-            reasoning = reasoning_text(result.output)
-            if reasoning:
-                self._thinking(reasoning, signature_of(result))
+            for block in thinking_blocks(result.output):
+                if block["type"] == "redacted_thinking":
+                    self._redacted(block["data"])
+                else:
+                    self._thinking(block["thinking"], block["signature"])
             if result.text:
                 self._text(result.text)
             for item in function_calls(result.output):

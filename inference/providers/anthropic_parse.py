@@ -3,7 +3,9 @@
 
 Text blocks become one message item (output_text), `tool_use` blocks function_call items (arguments are
 the JSON of `input`; streamed `input_json_delta` pieces are joined and reported as `FunctionCallDone` at
-`content_block_stop`); thinking blocks become a reasoning item (streamed as `ReasoningDelta`). `stop_reason`
+`content_block_stop`); each thinking block becomes a reasoning item carrying its signature as `encrypted_content`
+(streamed as `ReasoningDelta`), each `redacted_thinking` block one with its `data` and `redacted: true` (streamed as
+`RedactedReasoning`). `stop_reason`
 max_tokens (or model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
 tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
 cache_creation_input_tokens, cached = cache_read_input_tokens, cache writes split into 1 hour
@@ -17,8 +19,23 @@ import json
 from typing import Any
 
 from inference.pipeline.context import Usage
-from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
-from inference.providers.canonical import as_count, as_int, build_output, make_result, served_tier
+from inference.providers.base import (
+    CanonicalEvent,
+    CanonicalResult,
+    FunctionCallDone,
+    ReasoningDelta,
+    RedactedReasoning,
+    TextDelta,
+)
+from inference.providers.canonical import (
+    as_count,
+    as_int,
+    build_output,
+    make_result,
+    reasoning_item,
+    redacted_reasoning_item,
+    served_tier,
+)
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
 
@@ -59,20 +76,21 @@ def parse_response(data: Any) -> CanonicalResult:
     content = data.get("content")
     if not isinstance(content, list):
         raise malformed("Messages body (no content)", raw=data)
-    texts, calls, thinking, signature = [], [], [], ""
+    texts, calls, reasoning = [], [], []
     for block in content:
         if not isinstance(block, dict):
             continue
         if block.get("type") == "thinking":
-            thinking.append(str(block.get("thinking", "")))
-            signature = str(block.get("signature") or "")
+            reasoning.append(reasoning_item(str(block.get("thinking", "")), str(block.get("signature") or "")))
+        elif block.get("type") == "redacted_thinking":
+            reasoning.append(redacted_reasoning_item(str(block.get("data") or "")))
         elif block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
             arguments = json.dumps(block.get("input") or {})
             calls.append((str(block.get("id", "")), str(block.get("name", "")), arguments))
     finish = STOP_REASONS.get(data.get("stop_reason"), "stop")
-    output = build_output("".join(texts), calls, reasoning="".join(thinking), signature=signature)
+    output = reasoning + build_output("".join(texts), calls)
     result = make_result(str(data.get("id", "")), output, parse_usage(data.get("usage")), finish)
     result.context_management = _context_management(data.get("context_management"))
     return result
@@ -89,8 +107,7 @@ class MessagesStreamParser:
         self.upstream_id = ""
         self.usage: dict[str, Any] = {}  # Anthropic usage fields; message_delta repeats and updates some
         self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.signature = ""
+        self.reasoning: list[dict[str, Any]] = []  # per thinking block: {"text": [...], "signature"} or {"data"}
         self.blocks: dict[int, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, str]] = []
         self.stop_reason: str | None = None
@@ -110,6 +127,11 @@ class MessagesStreamParser:
             block = dict(event.get("content_block") or {})
             block["parts"] = []
             self.blocks[as_int(event.get("index"))] = block
+            if block.get("type") == "thinking":
+                self.reasoning.append({"text": [], "signature": ""})
+            elif block.get("type") == "redacted_thinking":
+                self.reasoning.append({"data": str(block.get("data") or "")})
+                return [RedactedReasoning(self.reasoning[-1]["data"])]
             if block.get("type") == "text" and block.get("text"):
                 self.text.append(block["text"])
                 return [TextDelta(block["text"])]
@@ -141,16 +163,22 @@ class MessagesStreamParser:
             return [TextDelta(text)] if text else []
         if delta.get("type") == "thinking_delta":
             text = str(delta.get("thinking", ""))
-            self.thinking.append(text)
+            self._thinking_block()["text"].append(text)
             return [ReasoningDelta(text)] if text else []
         if delta.get("type") == "signature_delta":
-            self.signature = str(delta.get("signature") or "")
-            return [ReasoningDelta("", self.signature)] if self.signature else []
+            signature = str(delta.get("signature") or "")
+            self._thinking_block()["signature"] = signature
+            return [ReasoningDelta("", signature)] if signature else []
         if delta.get("type") == "input_json_delta":
             block = self.blocks.get(as_int(event.get("index")))
             if block is not None:
                 block["parts"].append(str(delta.get("partial_json", "")))
         return []
+
+    def _thinking_block(self) -> dict[str, Any]:
+        if not self.reasoning or "data" in self.reasoning[-1]:  # a delta without its content_block_start
+            self.reasoning.append({"text": [], "signature": ""})
+        return self.reasoning[-1]
 
     def _block_stop(self, index: int) -> list[CanonicalEvent]:
         block = self.blocks.get(index) or {}
@@ -165,9 +193,13 @@ class MessagesStreamParser:
         if not self.stopped and self.stop_reason is None:
             raise malformed("stream: it ended before message_stop")
         finish = STOP_REASONS.get(self.stop_reason, "stop")
-        output = build_output(
-            "".join(self.text), self.calls, reasoning="".join(self.thinking), signature=self.signature
-        )
+        reasoning = [
+            redacted_reasoning_item(block["data"])
+            if "data" in block
+            else reasoning_item("".join(block["text"]), block["signature"])
+            for block in self.reasoning
+        ]
+        output = reasoning + build_output("".join(self.text), self.calls)
         result = make_result(self.upstream_id, output, parse_usage(self.usage), finish)
         result.context_management = self.context_management
         return result

@@ -148,6 +148,14 @@ class ReasoningDelta:
 
 
 @dataclass(slots=True)
+class RedactedReasoning:
+    """Reasoning the provider returned encrypted only (Anthropic's `redacted_thinking` block's `data`), which a
+    client must send back as it was."""
+
+    data: str
+
+
+@dataclass(slots=True)
 class FunctionCallDone:
     call_id: str
     name: str
@@ -166,7 +174,7 @@ class Flush:
 
 FLUSH = Flush()
 
-CanonicalEvent = TextDelta | ReasoningDelta | FunctionCallDone | Flush | StreamDone
+CanonicalEvent = TextDelta | ReasoningDelta | RedactedReasoning | FunctionCallDone | Flush | StreamDone
 
 
 class Adapter:

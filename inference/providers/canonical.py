@@ -138,6 +138,11 @@ def reasoning_item(text: str, signature: str = "") -> dict[str, Any]:
     return item
 
 
+def redacted_reasoning_item(data: str) -> dict[str, Any]:
+    """Anthropic's `redacted_thinking` block: encrypted reasoning only, sent back as it was in a later turn."""
+    return {"type": "reasoning", "id": new_id("rs"), "summary": [], "encrypted_content": data, "redacted": True}
+
+
 def build_output(
     text: str,
     calls: list[tuple[str, str, str]],

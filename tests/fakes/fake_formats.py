@@ -27,6 +27,7 @@ class Reply:
     omit_usage: bool = False  # answer without usage, as several OpenAI-compatible servers do
     reasoning: list[str] = field(default_factory=list)  # reasoning text pieces (the `reasoning` scenario)
     signature: str = "sig-fake"  # the Anthropic thinking block's signature
+    redacted: str = ""  # Anthropic: a redacted_thinking block with this data after the thinking
     service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
     images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
 
@@ -284,9 +285,12 @@ def _anthropic_block(reply: Reply) -> dict[str, Any]:
 
 
 def _anthropic_thinking(reply: Reply) -> list[dict[str, Any]]:
-    if not reply.reasoning:
-        return []
-    return [{"type": "thinking", "thinking": "".join(reply.reasoning), "signature": reply.signature}]
+    blocks = []
+    if reply.reasoning:
+        blocks.append({"type": "thinking", "thinking": "".join(reply.reasoning), "signature": reply.signature})
+    if reply.redacted:
+        blocks.append({"type": "redacted_thinking", "data": reply.redacted})
+    return blocks
 
 
 def messages_json(model: str, reply: Reply) -> dict[str, Any]:
@@ -313,6 +317,8 @@ def messages_frames(model: str, reply: Reply) -> list[bytes]:
         block = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in reply.pieces]
     blocks = [(block, deltas)]
+    if reply.redacted:
+        blocks.insert(0, ({"type": "redacted_thinking", "data": reply.redacted}, []))
     if reply.reasoning:
         thinking = [{"type": "thinking_delta", "thinking": piece} for piece in reply.reasoning]
         thinking.append({"type": "signature_delta", "signature": reply.signature})
