@@ -81,7 +81,7 @@ MESSAGES_TYPES: dict[str, Any] = {
             "type": "object",
             "required": ["role", "content"],
             "properties": {
-                "role": {"type": "string", "enum": ["user", "assistant"]},
+                "role": {"type": "string", "enum": ["user", "assistant", "system"]},
                 "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
             },
         },
@@ -101,6 +101,7 @@ MESSAGES_TYPES: dict[str, Any] = {
     "service_tier": {"type": "string", "nullable": True, "enum": ["auto", None]},
     "speed": {"type": "string", "nullable": True, "enum": ["standard", "fast", None]},
     "cache_control": OBJECT,
+    "context_management": {**OBJECT, "properties": {"edits": ARRAY}},
 }
 
 
@@ -170,8 +171,10 @@ MESSAGE = {
         "stop_reason": {"type": "string", "enum": ["end_turn", "max_tokens", "tool_use", "refusal"]},
         "stop_sequence": STRING,
         "usage": USAGE,
+        "context_management": {**OBJECT, "properties": {"applied_edits": ARRAY}},
     },
 }
+TOKEN_COUNT = {"type": "object", "required": ["input_tokens"], "properties": {"input_tokens": {"type": "integer"}}}
 ANTHROPIC_ERROR = {
     "type": "object",
     "required": ["type", "error"],
@@ -222,6 +225,7 @@ def add_wire_operations(result: dict[str, Any]) -> None:
     schemas["ChatCompletion"] = CHAT_COMPLETION
     schemas["MessagesRequest"] = MESSAGES_REQUEST
     schemas["Message"] = MESSAGE
+    schemas["MessageTokensCount"] = TOKEN_COUNT
     schemas["AnthropicError"] = ANTHROPIC_ERROR
     paths = result.setdefault("paths", {})
     paths[CHAT_PATH] = {
@@ -248,5 +252,17 @@ def add_wire_operations(result: dict[str, Any]) -> None:
                 {"name": "anthropic-version", "in": "header", "required": False, "schema": {"type": "string"}},
                 {"name": "anthropic-beta", "in": "header", "required": False, "schema": {"type": "string"}},
             ],
+        )
+    }
+    paths[MESSAGES_PATH + "/count_tokens"] = {
+        "post": _operation(
+            "messages_count_tokens",
+            "Count the input tokens of a Messages request",
+            "#/components/schemas/MessagesRequest",
+            "#/components/schemas/MessageTokensCount",
+            {"$ref": "#/components/schemas/AnthropicError"},
+            description="A Messages request without `max_tokens` and `stream`; the routed provider's exact count "
+            "(Anthropic-format and OpenAI Responses providers) or the gateway's estimate (`x-token-count: exact` or "
+            "`estimate`). Key auth, region and guardrails as /messages; never charged, no Generation.",
         )
     }
