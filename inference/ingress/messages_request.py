@@ -16,18 +16,22 @@ equivalent Responses body:
   `service:tool_search`, run by the gateway's server-tool loop (inference.ingress.messages_loop); with
   `plugins`, `max_tool_calls` and `stop_server_tools_when` as on /responses; `tool_choice` auto / any / tool / none
   (and `disable_parallel_tool_use`) → `tool_choice` / `parallel_tool_calls`;
+- `system`-role messages inside `messages` → developer messages at the same place (messages_blocks);
 - `max_tokens` → `max_output_tokens`; `thinking` {enabled, budget_tokens} → `reasoning` (effort from the
   budget, the budget itself as `reasoning.max_tokens`), {adaptive} → reasoning enabled (effort from
-  `output_config.effort`); `speed: fast` → `service_tier: fast`; a top-level `cache_control` is kept;
+  `output_config.effort`); `thinking` and `output_config.effort` are also kept as sent (`anthropic_thinking`,
+  `anthropic_effort`) for Anthropic-format providers; `context_management` is checked (inference.ingress.
+  context_edits) and kept as `anthropic_context_management`: forwarded to Anthropic-format providers, applied by
+  the gateway for the others (inference.handler); `speed: fast` → `service_tier: fast`; a top-level `cache_control` is kept;
   `output_config` / `output_format` json_schema → `text.format`; `stop_sequences` → `stop`; `temperature`,
   `top_p`, `top_k`; `metadata.user_id` → `user`;
 - the `anthropic-beta` header's features are carried (as `anthropic_beta`) to Anthropic-format providers.
 
 Refused: Anthropic's other server tools (code execution, bash, text editor, ...) and the options of its web
 search / fetch tools (`max_uses`, `allowed_domains`, `user_location`, ...), `mcp_servers`, `container`,
-`context_management`, `inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`, `service_tier` other
-than auto, `thinking.display: omitted`, metadata members other than `user_id` (the member table:
-inference.members.MESSAGES). A member the table does not list is carried for an `anthropic-messages` upstream
+context edit types the gateway cannot apply, `inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`,
+`service_tier` other than auto, `thinking.display: omitted`, metadata members other than `user_id` (the member
+table: inference.members.MESSAGES). A member the table does not list is carried for an `anthropic-messages` upstream
 (inference.unknown_members).
 """
 

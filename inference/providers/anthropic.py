@@ -13,7 +13,10 @@ top_p and top_k are then left out, as Anthropic requires); `temperature` (capped
 → `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported);
 `service_tier` `fast` → `speed: fast` with the fast-mode beta, `default` → `standard_only`, `priority` → `auto`
 (flex and scale refused); system blocks keep their `cache_control` (`system` is then an array of blocks), as do
-tools. Headers: `x-api-key`,
+tools. A Messages request's own `thinking`, `output_config.effort` and `context_management` are sent as the client
+sent them (`anthropic_thinking`, `anthropic_effort`, `anthropic_context_management`), its mid-conversation system
+messages (developer items after the first message) stay in place when it sent the `mid-conversation-system-…`
+beta, and a tool result keeps its `cache_control`. Headers: `x-api-key`,
 `anthropic-version` and `anthropic-beta` (the request's `anthropic_beta` features from a Messages request, plus
 what the body needs). Members a Messages client sent that the gateway does not know go up as sent
 (inference.unknown_members). Parsing: `anthropic_parse.py`.
