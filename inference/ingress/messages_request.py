@@ -22,7 +22,8 @@ equivalent Responses body:
   `output_config.effort`); `thinking` and `output_config.effort` are also kept as sent (`anthropic_thinking`,
   `anthropic_effort`) for Anthropic-format providers; `context_management` is checked (inference.ingress.
   context_edits) and kept as `anthropic_context_management`: forwarded to Anthropic-format providers, applied by
-  the gateway for the others (inference.handler); `speed: fast` → `service_tier: fast`; a top-level `cache_control` is kept;
+  the gateway for the others (inference.handler); `speed: fast` → `service_tier: fast`; a top-level
+  `cache_control` is kept;
   `output_config` / `output_format` json_schema → `text.format`; `stop_sequences` → `stop`; `temperature`,
   `top_p`, `top_k`; `metadata.user_id` → `user`;
 - the `anthropic-beta` header's features are carried (as `anthropic_beta`) to Anthropic-format providers.
