@@ -19,8 +19,8 @@ equivalent Responses body:
 - `system`-role messages inside `messages` → developer messages at the same place (messages_blocks);
 - `max_tokens` → `max_output_tokens`; `thinking` {enabled, budget_tokens} → `reasoning` (effort from the
   budget, the budget itself as `reasoning.max_tokens`), {adaptive} → reasoning enabled (effort from
-  `output_config.effort`); `thinking` and `output_config.effort` are also kept as sent (`anthropic_thinking`,
-  `anthropic_effort`) for Anthropic-format providers; `context_management` is checked (inference.ingress.
+  `output_config.effort`); `thinking` and `output_config` are also kept as sent (`anthropic_thinking`,
+  `anthropic_output_config`) for Anthropic-format providers; `context_management` is checked (inference.ingress.
   context_edits) and kept as `anthropic_context_management`: forwarded to Anthropic-format providers, applied by
   the gateway for the others (inference.handler); `speed: fast` → `service_tier: fast`; a top-level
   `cache_control` is kept;
@@ -188,7 +188,7 @@ def _output(body: dict[str, Any], out: dict[str, Any]) -> None:
         if config.get("effort") is not None:
             schema.CHECKERS["reasoning"]("output_config", {"effort": config["effort"]})
             out["reasoning"] = {**out.get("reasoning", {}), "effort": config["effort"]}
-            out["anthropic_effort"] = config["effort"]  # Anthropic-format providers get it as sent
+        out["anthropic_output_config"] = config  # Anthropic-format providers get it as sent
     if body.get("output_format") is not None:
         fmt = _json_format("output_format", body["output_format"])
     if fmt:

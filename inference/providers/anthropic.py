@@ -13,8 +13,8 @@ top_p and top_k are then left out, as Anthropic requires); `temperature` (capped
 → `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported);
 `service_tier` `fast` → `speed: fast` with the fast-mode beta, `default` → `standard_only`, `priority` → `auto`
 (flex and scale refused); system blocks keep their `cache_control` (`system` is then an array of blocks), as do
-tools. A Messages request's own `thinking`, `output_config.effort` and `context_management` are sent as the client
-sent them (`anthropic_thinking`, `anthropic_effort`, `anthropic_context_management`), its mid-conversation system
+tools. A Messages request's own `thinking`, `output_config` and `context_management` are sent as the client
+sent them (`anthropic_thinking`, `anthropic_output_config`, `anthropic_context_management`), its mid-conversation system
 messages (developer items after the first message) stay in place when it sent the `mid-conversation-system-…`
 beta, and a tool result keeps its `cache_control`. Headers: `x-api-key`,
 `anthropic-version` and `anthropic-beta` (the request's `anthropic_beta` features from a Messages request, plus
@@ -204,9 +204,9 @@ def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
 
 
 def _native_thinking(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) -> bool:
-    """A Messages request's `thinking` and `output_config.effort`, as the client sent them; False when the request
-    came in another format (its `reasoning` is translated instead)."""
-    if "anthropic_thinking" not in body and "anthropic_effort" not in body:
+    """A Messages request's `thinking` and `output_config`, as the client sent them; False when the request came in
+    another format, or had neither (its `reasoning` is translated instead)."""
+    if "anthropic_thinking" not in body and "anthropic_output_config" not in body:
         return False
     requested = body.get("max_output_tokens")
     out["max_tokens"] = requested if requested is not None else default_max_tokens
@@ -216,8 +216,8 @@ def _native_thinking(body: dict[str, Any], out: dict[str, Any], default_max_toke
         thinking = {**thinking, "budget_tokens": max(out["max_tokens"] - 1, MIN_THINKING_BUDGET)}
     if thinking is not None:
         out["thinking"] = thinking
-    if body.get("anthropic_effort") is not None:
-        out["output_config"] = {"effort": body["anthropic_effort"]}
+    if body.get("anthropic_output_config"):
+        out["output_config"] = body["anthropic_output_config"]
     if thinking is None or thinking.get("type") == "disabled":
         _sampling(body, out)
     return True
@@ -281,7 +281,7 @@ def build_body(
         messages[-1]["content"][-1].setdefault("cache_control", body["cache_control"])
     betas = list(body.get("anthropic_beta") or ())
     fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and "format" not in out.get("output_config", {}):
         out["output_format"] = {"type": "json_schema", "schema": fmt.get("schema") or {}}
         if STRUCTURED_OUTPUTS_BETA not in betas:
             betas.append(STRUCTURED_OUTPUTS_BETA)

@@ -24,7 +24,6 @@ def run_claude(gateway_url: str, key: str, model: str, prompt: str, home) -> sub
         "HOME": str(home),  # a fresh configuration: no login, no settings of the machine's user
         "ANTHROPIC_BASE_URL": f"{gateway_url}/api",
         "ANTHROPIC_API_KEY": key,
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
     }
     return subprocess.run(
@@ -57,6 +56,14 @@ def test_claude_code_reads_a_file_through_the_gateway(
     turns = [r for r in scripted.requests if "/count_tokens" not in r.path and "/input_tokens" not in r.path]
     assert len(turns) >= 2 and all(r.stream for r in turns)  # the CLI streams; the gateway streams upstream
     first, second = turns[-2], turns[-1]
+    side = [r for r in turns[:-2] if not r.body.get("tools")]  # its session title, asked as structured output
+    assert side and all(r.model == f"scripted-{api_format}" for r in side)
+    if api_format == "anthropic-messages":
+        assert side[0].body["output_config"]["format"]["type"] == "json_schema"
+    elif api_format == "openai-chat":
+        assert side[0].body["response_format"]["type"] == "json_schema"
+    else:
+        assert side[0].body["text"]["format"]["type"] == "json_schema"
     assert first.model == second.model == f"scripted-{api_format}"
     if api_format == "anthropic-messages":  # Claude Code's members reach an Anthropic-format provider as sent
         assert first.body["context_management"] == {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}

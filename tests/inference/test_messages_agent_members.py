@@ -105,3 +105,20 @@ def test_system_messages_without_the_beta_join_the_system_prompt_on_anthropic(cl
     )
     body = fake_upstream.last.body
     assert body["system"] == "Be brief.\n\nBe kind." and [m["role"] for m in body["messages"]] == ["user"]
+
+
+def test_output_config_with_format_reaches_an_anthropic_provider_as_sent(claude, fake_upstream):  # noqa: F811
+    """Claude Code's session title request: `tools: []`, `output_config` {effort, format} (with the beta it needs)."""
+    client, add = claude
+    config = {"effort": "high", "format": {"type": "json_schema", "schema": {"type": "object"}}}
+    client.messages.create(
+        model=add("anthropic-messages"),
+        max_tokens=2000,
+        tools=[],
+        messages=[{"role": "user", "content": "Title?"}],
+        output_config=config,
+        extra_headers={"anthropic-beta": "structured-outputs-2025-12-15"},
+    )
+    seen = fake_upstream.last
+    assert seen.body["output_config"] == config and "output_format" not in seen.body and "thinking" not in seen.body
+    assert seen.headers["anthropic-beta"] == "structured-outputs-2025-12-15"
