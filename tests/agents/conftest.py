@@ -15,9 +15,11 @@ import pytest
 
 from tests.agents.scripted_upstream import ScriptedUpstream
 from tests.inference.conftest import add_endpoint, wait_idle
+from tests.missing_tools import skip_or_fail
 
 FORMATS = ["openai-chat", "openai-responses", "anthropic-messages"]
 PROVIDER_KEY = "sk-scripted-provider-0123456789"
+PACKAGES = {"claude": "@anthropic-ai/claude-code@2.1.197"}  # the versions .ci/run installs
 
 
 def agents_dir() -> Path:
@@ -29,10 +31,8 @@ def require_cli(name: str) -> Path:
     when it is missing, or fails it when GATEWAY_REQUIRE_AGENTS is set."""
     path = agents_dir() / "node_modules" / ".bin" / name
     if not path.exists():
-        reason = f"{path} is not installed (.ci/run installs it: npm install --prefix {agents_dir()} ...)"
-        if os.environ.get("GATEWAY_REQUIRE_AGENTS"):
-            pytest.fail(f"{reason} and GATEWAY_REQUIRE_AGENTS is set")
-        pytest.skip(reason)
+        package = PACKAGES.get(name, name)
+        skip_or_fail(str(path), f"npm install --prefix {agents_dir()} {package}", "GATEWAY_REQUIRE_AGENTS")
     return path
 
 

@@ -14,7 +14,6 @@ import pytest
 from tests.agents.conftest import FORMATS, require_cli
 from tests.agents.scripted_upstream import ANSWER_PREFIX
 
-VERSION = "2.1.197"  # the version .ci/run installs
 
 
 def run_claude(gateway_url: str, key: str, model: str, prompt: str, home) -> subprocess.CompletedProcess:
