@@ -15,7 +15,6 @@ from tests.agents.conftest import FORMATS, require_cli
 from tests.agents.scripted_upstream import ANSWER_PREFIX
 
 
-
 def run_claude(gateway_url: str, key: str, model: str, prompt: str, home) -> subprocess.CompletedProcess:
     cli = require_cli("claude")
     env = {
