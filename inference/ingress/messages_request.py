@@ -29,7 +29,8 @@ equivalent Responses body:
 - the `anthropic-beta` header's features are carried (as `anthropic_beta`) to Anthropic-format providers.
 
 Refused: Anthropic's other server tools (code execution, bash, text editor, ...) and the options of its web
-search / fetch tools (`max_uses`, `allowed_domains`, `user_location`, ...), `mcp_servers`, `container`,
+search / fetch tools (`allowed_domains`, `user_location`, ...; `max_uses` becomes `max_tool_calls` when the
+tool is the only server tool), `mcp_servers`, `container`,
 context edit types the gateway cannot apply, `inference_geo`, `diagnostics`, `user_profile_id`, `workspace_id`,
 `service_tier` other than auto, `thinking.display: omitted`, metadata members other than `user_id` (the member
 table: inference.members.MESSAGES). A member the table does not list is carried for an `anthropic-messages` upstream
@@ -98,8 +99,9 @@ NATIVE_SERVER_TOOLS = (  # Anthropic's server tool types → the gateway's (run 
 
 
 def _server_tool(path: str, tool: dict[str, Any]) -> dict[str, Any] | None:
-    """A server tool: the gateway's `service:` shape as it is, or Anthropic's own type (only `type` and `name`:
-    its other options, such as max_uses or allowed_domains, are refused by name). None for a custom tool."""
+    """A server tool: the gateway's `service:` shape as it is, or Anthropic's own type (`type`, `name` and
+    `max_uses` (see `_max_uses`): its other options, such as allowed_domains, are refused by name). None for a custom
+    tool."""
     kind = tool.get("type")
     if is_server_tool(tool):
         return tool
@@ -109,7 +111,7 @@ def _server_tool(path: str, tool: dict[str, Any]) -> dict[str, Any] | None:
         if kind.startswith(prefix):
             if tool.get("name") != name:
                 raise validation_error(f"{path}.name", f"must be {name} for {kind}")
-            unknown = set(tool) - {"type", "name"}
+            unknown = set(tool) - {"type", "name", "max_uses"}
             if unknown:
                 raise validation_error(f"{path}.{sorted(unknown)[0]}", f"is not supported by the gateway's {name}")
             return {"type": gateway_kind}
@@ -121,13 +123,26 @@ CUSTOM_TOOL_KEYS = frozenset(
 )
 
 
-def _tools(value: Any) -> list[dict[str, Any]]:
+def _max_uses(out: dict[str, Any], limits: list[tuple[str, Any]]) -> None:
+    """Anthropic's `max_uses` of a native server tool → `max_tool_calls` (the loop's bound on server-tool calls),
+    when that tool is the request's only server tool (the bound is then the same)."""
+    path, uses = limits[0]
+    if not is_int(uses) or uses < 1:
+        raise validation_error(f"{path}.max_uses", "must be a positive integer")
+    if len(limits) > 1 or sum(1 for tool in out["tools"] if is_server_tool(tool)) > 1:
+        raise validation_error(f"{path}.max_uses", "is supported when the request has one server tool only")
+    out["max_tool_calls"] = min(uses, out.get("max_tool_calls") or uses)
+
+
+def _tools(value: Any, limits: list[tuple[str, Any]]) -> list[dict[str, Any]]:
     tools = []
     for index, tool in enumerate(require_list("tools", value)):
         path = f"tools[{index}]"
         tool = require_object(path, tool)
         server = _server_tool(path, tool)
         if server is not None:
+            if server is not tool and "max_uses" in tool:
+                limits.append((path, tool["max_uses"]))
             tools.append(server)
             continue
         if tool.get("type") not in (None, "custom"):
@@ -266,7 +281,10 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
         out["stream"] = body["stream"]
     out["input"] = system_items(body.get("system")) + message_items(body.get("messages"))
     if body.get("tools") is not None:
-        out["tools"] = _tools(body["tools"])
+        limits: list[tuple[str, Any]] = []
+        out["tools"] = _tools(body["tools"], limits)
+        if limits:
+            _max_uses(out, limits)
     if body.get("tool_choice") is not None:
         _tool_choice(body["tool_choice"], out)
     if body.get("thinking") is not None:

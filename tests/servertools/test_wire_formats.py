@@ -285,7 +285,8 @@ def test_messages_web_fetch_and_tool_search_blocks(claude, agent_catalog, fake_w
 @pytest.mark.parametrize(
     ("tool", "field"),
     [
-        ({**NATIVE_SEARCH, "max_uses": 3}, "tools[0].max_uses"),
+        ({**NATIVE_SEARCH, "max_uses": 0}, "tools[0].max_uses"),
+        ({**NATIVE_SEARCH, "max_uses": 3, "blocked_domains": ["x.com"]}, "tools[0].blocked_domains"),
         ({**NATIVE_SEARCH, "allowed_domains": ["example.com"]}, "tools[0].allowed_domains"),
         ({"type": "web_search_20250305", "name": "search"}, "tools[0].name"),
         ({"type": "code_execution_20250522", "name": "code_execution"}, "tools[0].type"),
@@ -308,3 +309,17 @@ def test_messages_plugin_web_cites_in_the_text_block(claude, agent_catalog, sear
     assert block.text == CITED and block.citations[0].url == URL
     assert message.usage.server_tool_use.web_search_requests == 0
     assert URL in agent_catalog.requests[0].body["input"][0]["content"]
+
+
+def test_messages_max_uses_bounds_the_loop(claude, agent_catalog, searxng):
+    """Claude Code's WebSearch tool asks for `{type: web_search_20250305, name: web_search, max_uses: 8}`: the
+    bound becomes the loop's max_tool_calls (the last turn may not call the tool)."""
+    agent_catalog.script = [call("web_search", '{"query": "a"}'), text("Done.")]
+    tools = [{**NATIVE_SEARCH, "max_uses": 1}]
+    message = claude.messages.create(model=MODEL, max_tokens=64, messages=ASK, tools=tools)
+    assert [b.type for b in message.content] == ["server_tool_use", "web_search_tool_result", "text"]
+    assert agent_catalog.requests[-1].body["tool_choice"] == "none"
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        fetch = {"type": "web_fetch_20250910", "name": "web_fetch"}
+        claude.messages.create(model=MODEL, max_tokens=64, messages=ASK, tools=[tools[0], fetch])
+    assert raised.value.body["error"]["metadata"]["field"] == "tools[0].max_uses"
