@@ -15,7 +15,9 @@ from tests.agents.conftest import FORMATS, require_cli
 from tests.agents.scripted_upstream import ANSWER_PREFIX
 
 
-def run_claude(gateway_url: str, key: str, model: str, prompt: str, home) -> subprocess.CompletedProcess:
+def run_claude(
+    gateway_url: str, key: str, model: str, prompt: str, home, allowed: str = "Bash"
+) -> subprocess.CompletedProcess:
     cli = require_cli("claude")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -25,7 +27,7 @@ def run_claude(gateway_url: str, key: str, model: str, prompt: str, home) -> sub
         "DISABLE_AUTOUPDATER": "1",
     }
     return subprocess.run(
-        [str(cli), "-p", prompt, "--model", model, "--allowedTools", "Bash"],
+        [str(cli), "-p", prompt, "--model", model, "--allowedTools", allowed],
         env=env,
         cwd=home,
         capture_output=True,
@@ -102,3 +104,33 @@ def test_claude_code_thinking_with_tool_use_on_the_anthropic_format(
     thinking = assistant["content"][0]
     assert thinking == {"type": "thinking", "thinking": "I should read the file.", "signature": scripted.signature}
     assert assistant["content"][1]["type"] == "tool_use"
+
+
+def test_claude_code_web_search_through_the_gateways_server_tool(
+    gateway_server, org, agent_catalog, scripted, tmp_path, settings, fake_web
+):
+    """The model calls Claude Code's WebSearch tool; the CLI asks the gateway for Anthropic's web search server tool
+    (`max_uses: 8`), which the gateway runs with its own search (SearXNG's API, the fake web) in its tool loop on an
+    OpenAI-chat provider; the results reach the CLI, then the model, then the answer."""
+    settings.GATEWAY_SEARXNG_URL = fake_web.url
+    settings.GATEWAY_WEB_SEARCH_ENGINE = ""
+    title = f"Forecast {secrets.token_hex(6)}"
+    fake_web.results = [{"title": title, "url": "https://weather.example.com/paris", "snippet": "Sunny."}]
+    marker = f"weather-{secrets.token_hex(4)}"
+    scripted.file_path = marker  # the scripted model calls a tool when the user text names this
+    scripted.tools = {"WebSearch": lambda m: {"query": m}, "web_search": lambda m: {"query": m}}
+    done = run_claude(
+        gateway_server.url,
+        org.inference_key,
+        agent_catalog["openai-chat"],
+        f"Search the web for {marker}.",
+        tmp_path,
+        allowed="WebSearch",
+    )
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    assert title in done.stdout
+    assert [r[1].get("q") for r in fake_web.requests if r[0] == "/search"] == [marker]
+    loop = [
+        r for r in scripted.requests if [t["function"]["name"] for t in r.body.get("tools") or ()] == ["web_search"]
+    ]
+    assert len(loop) == 2 and loop[1].body["messages"][-1]["role"] == "tool"
