@@ -28,7 +28,7 @@ from gateway_project.api.errors import GatewayError, validation_error
 from inference.consumers import InferenceConsumer
 from inference.credentials import credentials_for
 from inference.handler import upstream_body, upstream_timeouts
-from inference.ingress import MessagesIngress
+from inference.ingress import MessagesIngress, decode_body
 from inference.pipeline.context import Candidate, Context
 from inference.pipeline.runner import build_chain
 from inference.providers.base import ProviderError, UpstreamCall, UpstreamRequest
@@ -63,10 +63,7 @@ class CountIngress(MessagesIngress):
     """A Messages body without max_tokens and stream, in the Messages error shape."""
 
     def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
-        try:
-            body = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError as exc:
-            raise GatewayError(400, f"Malformed JSON body: {exc}") from None
+        body = decode_body(raw)  # held to the depth and NUL rules before it is encoded again below
         if isinstance(body, dict):
             for name in NOT_COUNT_MEMBERS:
                 if name in body:

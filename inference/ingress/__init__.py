@@ -43,7 +43,7 @@ SSE_HEADERS = [
 ]
 
 
-def _decode(raw: bytes) -> Any:
+def decode_body(raw: bytes) -> Any:
     """The decoded wire body, held to the rules of every JSON body (depth, NUL: gateway_project/json_input.py)
     before any member is read, as on /responses: a 400 naming the field, before routing."""
     try:
@@ -127,7 +127,7 @@ class ChatIngress(Ingress):
     name = "chat-completions"
 
     def parse(self, raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
-        return chat_request.to_canonical(_decode(raw))
+        return chat_request.to_canonical(decode_body(raw))
 
     def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
         return chat_response.completion_json(ctx, result, candidate, is_byok)
@@ -169,7 +169,7 @@ class MessagesIngress(Ingress):
         for beta in betas:
             if not BETA.match(beta):
                 raise validation_error("anthropic-beta", f"'{beta[:40]}' is not a beta feature name")
-        return messages_request.to_canonical(_decode(raw), betas)
+        return messages_request.to_canonical(decode_body(raw), betas)
 
     def json_answer(self, ctx: Context, result: CanonicalResult, candidate: Candidate, is_byok: bool) -> bytes:
         return messages_response.message_json(ctx, result, candidate, is_byok)

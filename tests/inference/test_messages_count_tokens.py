@@ -105,3 +105,23 @@ def test_key_auth_validation_and_guardrails_as_on_messages(claude, fake_upstream
     assert counted.value.message == created.value.message
     assert fake_upstream.requests == []
     _no_generation_nor_spend()
+
+
+def test_a_body_nested_too_deeply_is_a_400_naming_the_field(gateway_server, org):
+    import httpx
+
+    deep = {"type": "object", "properties": {}}
+    cursor = deep
+    for _ in range(300):
+        cursor["properties"]["a"] = {"type": "object", "properties": {}}
+        cursor = cursor["properties"]["a"]
+    body = {
+        "model": "echo/echo-1",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "tools": [{"name": "t", "input_schema": deep}],
+    }
+    answer = httpx.post(
+        f"{gateway_server.url}/api/v1/messages/count_tokens", json=body, headers={"x-api-key": org.inference_key}
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["message"].startswith("tools[0].input_schema.properties.a")
