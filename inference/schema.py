@@ -46,6 +46,8 @@ MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
 MAX_IDENTIFIER = 256
+MAX_CLIENT_METADATA_PAIRS = 64
+MAX_CLIENT_METADATA_VALUE = 16384
 MAX_TOOL_CALLS = 30
 
 
@@ -84,6 +86,7 @@ def validate_body(body: Any, forward_unknown: bool = False) -> dict[str, Any]:
     tools = body.get("tools")
     if tools:
         parts.check_deferred_tools(tools)
+        parts.hosted_web_search(tools)
     return fold_router_members(body)
 
 
@@ -205,6 +208,24 @@ def _metadata(name: str, value: Any) -> None:
             raise validation_error(f"{name}.{key}", f"value must be at most {MAX_METADATA_VALUE} characters")
 
 
+def _client_metadata(name: str, value: Any) -> None:
+    """Codex's per-turn metadata (ids, a JSON turn description): string pairs, forwarded to a Responses upstream
+    and recorded on the generation. Longer than `metadata` allows: Codex's turn metadata is a JSON document."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise validation_error(name, "must be an object of string pairs")
+    if len(value) > MAX_CLIENT_METADATA_PAIRS:
+        raise validation_error(name, f"must have at most {MAX_CLIENT_METADATA_PAIRS} pairs")
+    for key, item in value.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise validation_error(f"{name}.{key}", f"key must be at most {MAX_METADATA_KEY} characters")
+        if not isinstance(item, str):
+            raise validation_error(f"{name}.{key}", "value must be a string")
+        if len(item) > MAX_CLIENT_METADATA_VALUE:
+            raise validation_error(f"{name}.{key}", f"value must be at most {MAX_CLIENT_METADATA_VALUE} characters")
+
+
 def _previous_response_id(name: str, value: Any) -> None:
     if value is not None:
         raise validation_error(name, "is not supported: the API is stateless; send the full history in input")
@@ -241,6 +262,7 @@ def _max_tool_calls(name: str, value: Any) -> None:
 CHECKERS: dict[str, Checker] = {
     "background": _background,
     "cache_control": parts.check_cache_control,
+    "client_metadata": _client_metadata,
     "conversation": _conversation,
     "debug": parts.check_debug,
     "frequency_penalty": lambda n, v: _number(n, v, -2, 2),

@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway_project.api.errors import validation_error
 from inference.plugins.registry import PLUGIN_IDS, check_plugin
+from inference.search.engines import configured_engines
 from inference.servertools.registry import check_server_tool, is_server_tool
 
 ROLES = frozenset({"user", "assistant", "system", "developer"})
@@ -247,6 +248,50 @@ def _function_tool(name: str, tool: dict[str, Any]) -> None:
             raise validation_error(f"{name}.{key}", "must be a boolean")
 
 
+def _namespace_tool(name: str, tool: dict[str, Any]) -> None:
+    """A group of function tools under one name (Codex's sub-agent tools); see inference/providers/namespaces.py."""
+    if not isinstance(tool.get("name"), str) or not tool["name"]:
+        raise validation_error(f"{name}.name", "is required")
+    if tool.get("description") is not None and not isinstance(tool["description"], str):
+        raise validation_error(f"{name}.description", "must be a string")
+    inner = tool.get("tools")
+    if not isinstance(inner, list) or not inner:
+        raise validation_error(f"{name}.tools", "must be a non-empty array of function tools")
+    for index, function in enumerate(inner):
+        field = f"{name}.tools[{index}]"
+        if require_object(field, function).get("type") != "function":
+            raise validation_error(f"{field}.type", "must be function")
+        _function_tool(field, function)
+
+
+WEB_SEARCH_MEMBERS = frozenset({"type", "external_web_access", "filters", "search_context_size", "user_location"})
+
+
+def _web_search_tool(name: str, tool: dict[str, Any]) -> None:
+    """OpenAI's hosted web search (Codex sends `{type: web_search, external_web_access: false}`)."""
+    for key in tool:
+        if key not in WEB_SEARCH_MEMBERS:
+            raise validation_error(f"{name}.{key}", "unknown parameter")
+    if tool.get("external_web_access") is not None and not isinstance(tool["external_web_access"], bool):
+        raise validation_error(f"{name}.external_web_access", "must be a boolean")
+
+
+def hosted_web_search(tools: list[dict[str, Any]]) -> None:
+    """The hosted `web_search` tool is run by the gateway's own web search (`service:web_search`) when a search
+    engine is configured; otherwise it goes to the provider (an openai-responses upstream runs it, another
+    format refuses it with a 400 naming it). Members the gateway's search cannot honour are refused then."""
+    indexes = [i for i, tool in enumerate(tools) if tool.get("type") == "web_search"]
+    if not indexes or not configured_engines():
+        return
+    for index in indexes:
+        for key in ("filters", "search_context_size", "user_location"):
+            if tools[index].get(key) is not None:
+                raise validation_error(
+                    f"tools[{index}].{key}", "is not supported by the gateway's web search (it runs web_search here)"
+                )
+        tools[index] = {"type": "service:web_search"}
+
+
 def check_tools(name: str, value: Any) -> None:
     if value is None:
         return
@@ -260,6 +305,10 @@ def check_tools(name: str, value: Any) -> None:
             raise validation_error(f"{item}.type", "is required")
         if kind == "function":
             _function_tool(item, tool)
+        elif kind == "namespace":
+            _namespace_tool(item, tool)
+        elif kind == "web_search":
+            _web_search_tool(item, tool)
         elif is_server_tool(tool):
             check_server_tool(item, tool)  # 400 for a kind this gateway does not implement (yet)
 

@@ -18,8 +18,17 @@ import orjson
 
 from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context
-from inference.providers.base import CanonicalResult, Flush, FunctionCallDone, StreamDone, TextDelta
+from inference.providers.base import (
+    CanonicalResult,
+    Flush,
+    FunctionCallDone,
+    OutputItemDone,
+    ReasoningDelta,
+    StreamDone,
+    TextDelta,
+)
 from inference.response import function_call_item, message_item, new_item_id, response_object, usage_object
+from inference.stream_reasoning import ReasoningItems
 
 DONE_FRAME = b"data: [DONE]\n\n"
 SSE_HEADERS = [
@@ -29,7 +38,7 @@ SSE_HEADERS = [
 ]
 
 
-class ResponseStream:
+class ResponseStream(ReasoningItems):
     """Writes one streamed response to the client through the consumer's responder."""
 
     def __init__(self, ctx: Context, responder: Any, candidate: Candidate, is_byok: bool) -> None:
@@ -85,6 +94,10 @@ class ResponseStream:
                 await self.flush()
         elif isinstance(event, FunctionCallDone):
             self._function_call(event)
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning_delta(event)
+        elif isinstance(event, OutputItemDone):
+            self._output_item(event)
         elif isinstance(event, StreamDone):
             await self._complete(event.result)
             return True
@@ -110,6 +123,8 @@ class ResponseStream:
         self.sequence += 1
 
     def _open_message(self) -> None:
+        if self.reasoning is not None:
+            self._close_reasoning()
         self.message_id = new_item_id("msg")
         self.message_index = len(self.items)
         self.items.append(message_item(self.message_id, "", status="in_progress"))
@@ -153,10 +168,13 @@ class ResponseStream:
 
     def _function_call(self, event: FunctionCallDone) -> None:
         self._close_message()
+        self._close_reasoning()
         index = len(self.items)
         item_id = new_item_id("fc")
         self.items.append(function_call_item(item_id, event.call_id, event.name, event.arguments, "completed"))
         added = function_call_item(item_id, event.call_id, event.name, "", "in_progress")
+        if event.namespace:  # a function of a `namespace` tool: named as the client declared it
+            self.items[-1]["namespace"] = added["namespace"] = event.namespace
         self.emit("response.output_item.added", {"output_index": index, "item": added})
         ref = {"item_id": item_id, "output_index": index}
         self.emit("response.function_call_arguments.delta", {**ref, "delta": event.arguments})
@@ -173,12 +191,16 @@ class ResponseStream:
                         self._delta(part["text"])
                 self._close_message()
             elif item.get("type") == "function_call":
-                self._function_call(FunctionCallDone(item.get("call_id", ""), item.get("name", ""), item["arguments"]))
+                call = (item.get("call_id", ""), item.get("name", ""), item["arguments"], item.get("namespace") or "")
+                self._function_call(FunctionCallDone(*call))
+            else:
+                self._output_item(OutputItemDone(item))
 
     async def _complete(self, result: CanonicalResult) -> None:
         if not self.items:
             self._replay(result)
         self._close_message()
+        self._close_reasoning()
         outcome = self.ctx.outcome
         usage = settled_usage(self.ctx, self.candidate, result.usage, self.items)
         cost = settled_cost(self.ctx, self.candidate, usage)
@@ -205,6 +227,7 @@ class ResponseStream:
         """An error after the first byte: `error` then `response.failed`, then [DONE]. A message cut by the
         failure ends `incomplete`."""
         self._close_message("incomplete")
+        self._close_reasoning()
         self.ctx.outcome.status = "failed"
         self.ctx.outcome.output = self.items
         payload: dict[str, Any] = {"code": error_type, "message": message, "param": None}

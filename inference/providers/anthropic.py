@@ -34,6 +34,7 @@ from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamC
 from inference.providers.canonical import (
     IMAGE_OUTPUT,
     TEXT_PART_TYPES,
+    check_include,
     content_parts,
     function_tools,
     input_items,
@@ -43,6 +44,7 @@ from inference.providers.canonical import (
     unsupported,
 )
 from inference.providers.http import HttpAdapter
+from inference.providers.namespaces import call_name
 from inference.unknown_members import add_forwarded
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -97,7 +99,7 @@ def _tool_use(item: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "tool_use",
         "id": str(item.get("call_id", "")),
-        "name": str(item.get("name", "")),
+        "name": call_name(item),
         "input": arguments,
     }
 
@@ -259,7 +261,6 @@ def build_body(
         (
             "prompt",
             "truncation",
-            "include",
             "top_logprobs",
             "frequency_penalty",
             "presence_penalty",
@@ -267,6 +268,7 @@ def build_body(
             *IMAGE_OUTPUT,
         ),
     )
+    check_include(body)
     system, messages = build_messages(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": messages}
     if any("cache_control" in block for block in system):

@@ -5,9 +5,10 @@ Routing (inference.routing / the innermost handler) only ever sees these types:
 - `UpstreamCall`: what to call (the validated Responses body, the endpoint's upstream model, base URL and
   the credential of this attempt, stream or not, time limits).
 - `Adapter.complete(call) -> CanonicalResult` for a JSON answer.
-- `Adapter.stream(call)`: async iterator of `TextDelta` / `ReasoningDelta` / `FunctionCallDone` events, each
-  group followed by a `Flush` (the events before it arrived together: the writer sends them to the client in
-  one write), ending with one `StreamDone` carrying the full `CanonicalResult`. The first event is never a `Flush`.
+- `Adapter.stream(call)`: async iterator of `TextDelta` / `ReasoningDelta` / `OutputItemDone` / `FunctionCallDone`
+  events, each group followed by a `Flush` (the events before it arrived together: the writer sends them to the
+  client in one write), ending with one `StreamDone` carrying the full `CanonicalResult`. The first event is
+  never a `Flush`.
 - `ProviderError(kind, ...)`: every upstream failure mapped to a small set of kinds routing acts on.
   `before_first_event` tells routing whether falling back to another candidate is still possible.
 
@@ -145,6 +146,16 @@ class ReasoningDelta:
 
     text: str
     signature: str = ""
+    summary: bool = False  # a reasoning summary (OpenAI's reasoning_summary_text), not the reasoning text itself
+    item_id: str = ""  # the upstream's id of the reasoning item (a Responses upstream), kept for the client
+
+
+@dataclass(slots=True)
+class OutputItemDone:
+    """A finished output item of a Responses upstream that is neither a message nor a function call (a reasoning
+    item with its `encrypted_content`, a hosted tool's call), passed on to the client as the upstream gave it."""
+
+    item: dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -160,6 +171,7 @@ class FunctionCallDone:
     call_id: str
     name: str
     arguments: str
+    namespace: str = ""  # the `namespace` tool the function belongs to, when the client declared one
 
 
 @dataclass(slots=True)
@@ -174,7 +186,7 @@ class Flush:
 
 FLUSH = Flush()
 
-CanonicalEvent = TextDelta | ReasoningDelta | RedactedReasoning | FunctionCallDone | Flush | StreamDone
+CanonicalEvent = TextDelta | ReasoningDelta | RedactedReasoning | OutputItemDone | FunctionCallDone | Flush | StreamDone
 
 
 class Adapter:

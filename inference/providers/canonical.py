@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from inference.pipeline.context import Usage
+from inference.providers import namespaces
 from inference.providers.base import CanonicalResult, ProviderError, ProviderErrorKind
 from inference.providers.errors import malformed
 
@@ -71,19 +72,42 @@ def is_gateway_tool(tool: dict[str, Any]) -> bool:
 
 
 def function_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The request's function tools; another provider-side tool kind cannot be translated (BAD_REQUEST)."""
+    """The request's function tools (a `namespace` tool's functions under their flat names: namespaces.py); another
+    provider-side tool kind cannot be translated (BAD_REQUEST)."""
     tools = []
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict) or is_gateway_tool(tool):
             continue
-        if tool.get("type") != "function":
-            raise unsupported(f"tool type {tool.get('type')!r}")
+        kind = tool.get("type")
+        if kind == "namespace":
+            tools.extend(namespaces.flatten(tool))
+            continue
+        if kind != "function":
+            raise unsupported(f"tool type {kind!r}", HOSTED_TOOL_HINTS.get(kind, ""))
         tools.append(tool)
     return tools
 
 
-def unsupported(what: str) -> ProviderError:
-    return ProviderError(ProviderErrorKind.BAD_REQUEST, f"{what} is not supported by this provider's API format")
+# What to do about a hosted tool this format cannot carry.
+HOSTED_TOOL_HINTS = {
+    "web_search": "configure a web search engine on the gateway (it then runs the search itself), route the model "
+    'to an openai-responses provider, or turn the tool off in the client (Codex: web_search = "disabled")',
+}
+# The `include` values every format honours: encrypted reasoning is returned whenever the upstream produced it.
+INCLUDE_EVERYWHERE = frozenset({"reasoning.encrypted_content"})
+
+
+def check_include(body: dict[str, Any]) -> None:
+    """`include` on a translating format: `reasoning.encrypted_content` is honoured (the reasoning the upstream
+    signed or encrypted is always returned); any other value names output this format does not produce."""
+    for value in body.get("include") or ():
+        if value not in INCLUDE_EVERYWHERE:
+            raise unsupported(f"include value {value!r}")
+
+
+def unsupported(what: str, hint: str = "") -> ProviderError:
+    message = f"{what} is not supported by this provider's API format"
+    return ProviderError(ProviderErrorKind.BAD_REQUEST, f"{message}: {hint}" if hint else message)
 
 
 # Image output and its options: only `openai-chat` forwards them (routing sends them only to image models).

@@ -48,12 +48,13 @@ import orjson
 from django.conf import settings
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
-from inference.providers import upstream
+from inference.providers import namespaces, upstream
 from inference.providers.base import (
     FLUSH,
     Adapter,
     CanonicalEvent,
     CanonicalResult,
+    FunctionCallDone,
     ProviderError,
     ProviderErrorKind,
     StreamDone,
@@ -323,11 +324,18 @@ class HttpAdapter(Adapter):
     def stream_parser(self, call: UpstreamCall) -> StreamParser:
         raise NotImplementedError
 
+    def flattened_names(self, call: UpstreamCall) -> dict[str, tuple[str, str]] | None:
+        """The request's namespace functions this format sees under flat names (None: none, or a format that
+        takes namespace tools as they are)."""
+        return namespaces.names(call.body)
+
     async def complete(self, call: UpstreamCall) -> CanonicalResult:
         secret = call.credential.api_key
         data = await post_json(self.build_request(call), call.timeouts, secret, call.gate)
         try:
-            return self.parse_response(data)
+            result = self.parse_response(data)
+            found = self.flattened_names(call)
+            return result if found is None else namespaces.restore_result(result, found)
         except ProviderError as error:
             raise _scrubbed(error, secret)
         except PARSE_ERRORS as exc:
@@ -338,6 +346,7 @@ class HttpAdapter(Adapter):
         secret = call.credential.api_key
         parser = self.stream_parser(call)
         yielded = False
+        found = self.flattened_names(call)
         try:
             request = self.build_request(call)
             async with contextlib.aclosing(post_sse(request, call.timeouts, secret, call.gate)) as reads:
@@ -346,6 +355,8 @@ class HttpAdapter(Adapter):
                     for sse in events:
                         for event in _feed(parser, sse):
                             yielded = produced = True
+                            if found is not None and isinstance(event, FunctionCallDone):
+                                event = namespaces.restore_call(event, found)
                             yield event
                         if sse.data == DONE:
                             done = True  # the end: whatever the upstream sends after it is not read
@@ -355,6 +366,8 @@ class HttpAdapter(Adapter):
                     if done:
                         break
             result = _finish(parser)
+            if found is not None:
+                result = namespaces.restore_result(result, found)
         except ProviderError as error:
             error.before_first_event = not yielded
             raise _scrubbed(error, secret)

@@ -24,6 +24,7 @@ from typing import Any
 from inference.providers.base import UpstreamCall, UpstreamRequest
 from inference.providers.canonical import (
     TEXT_PART_TYPES,
+    check_include,
     content_parts,
     function_tools,
     input_items,
@@ -35,6 +36,7 @@ from inference.providers.canonical import (
     unsupported,
 )
 from inference.providers.http import HttpAdapter
+from inference.providers.namespaces import call_name
 from inference.providers.openai_chat_parse import ChatStreamParser, parse_response
 from inference.unknown_members import add_forwarded
 
@@ -87,7 +89,7 @@ def _add_tool_call(messages: list[dict[str, Any]], item: dict[str, Any]) -> None
     call = {
         "id": str(item.get("call_id") or item.get("id") or ""),
         "type": "function",
-        "function": {"name": str(item.get("name", "")), "arguments": str(item.get("arguments") or "{}")},
+        "function": {"name": call_name(item), "arguments": str(item.get("arguments") or "{}")},
     }
     if messages and messages[-1]["role"] == "assistant":
         last = messages[-1]
@@ -196,9 +198,8 @@ def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> Non
 
 def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, openai: bool = False) -> dict[str, Any]:
     """The Chat Completions body of a gateway Responses request (pure). `openai`: api.openai.com dialect."""
-    refuse_unforwarded(
-        body, ("prompt", "truncation", "include", "prompt_cache_options", *(("top_k",) if openai else ()))
-    )
+    refuse_unforwarded(body, ("prompt", "truncation", "prompt_cache_options", *(("top_k",) if openai else ())))
+    check_include(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
     _add_tools(out, body)
     _add_options(out, body, openai)

@@ -21,6 +21,7 @@ from inference.providers.base import (
     CanonicalEvent,
     CanonicalResult,
     FunctionCallDone,
+    OutputItemDone,
     ReasoningDelta,
     TextDelta,
     UpstreamCall,
@@ -41,6 +42,7 @@ from inference.unknown_members import add_forwarded
 
 FORWARDED_FIELDS = frozenset(
     {
+        "client_metadata",
         "include",
         "input",
         "instructions",
@@ -66,7 +68,9 @@ FORWARDED_FIELDS = frozenset(
 )
 _PART_MARKERS = ("cache_control", "prompt_cache_breakpoint")
 LOGPROBS = "message.output_text.logprobs"
-REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+SUMMARY_DELTA = "response.reasoning_summary_text.delta"
+REASONING_DELTA = "response.reasoning_text.delta"
+PASSED_ITEMS = frozenset({"message", "function_call"})  # items the stream rebuilds from its deltas
 # Members a Chat Completions or Messages request may carry that the Responses API has no equivalent for.
 UNSUPPORTED_FIELDS = ("stop", "seed", "logit_bias")
 
@@ -195,16 +199,16 @@ class ResponsesStreamParser:
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "response.output_text.delta":
             return [TextDelta(str(event.get("delta", "")))]
-        if kind in REASONING_DELTAS:
-            return [ReasoningDelta(str(event.get("delta", "")))]
+        if kind in (SUMMARY_DELTA, REASONING_DELTA):
+            item_id = str(event.get("item_id") or "")
+            return [ReasoningDelta(str(event.get("delta", "")), summary=kind == SUMMARY_DELTA, item_id=item_id)]
         if kind == "response.output_item.done":
             item = event.get("item") or {}
             if item.get("type") == "function_call":
-                return [
-                    FunctionCallDone(
-                        str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments", ""))
-                    )
-                ]
+                call = (str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments", "")))
+                return [FunctionCallDone(*call, str(item.get("namespace") or ""))]
+            if isinstance(item.get("type"), str) and item["type"] not in PASSED_ITEMS:
+                return [OutputItemDone(item)]  # reasoning (with encrypted_content), a hosted tool's call
             return []
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self.result = parse_response(event.get("response"))
@@ -236,3 +240,6 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     def stream_parser(self, call: UpstreamCall) -> ResponsesStreamParser:
         return ResponsesStreamParser()
+
+    def flattened_names(self, call: UpstreamCall) -> None:
+        return None  # namespace tools go up as they are

@@ -30,6 +30,7 @@ class Reply:
     redacted: str = ""  # Anthropic: a redacted_thinking block with this data after the thinking
     service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
     images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
+    encrypted_reasoning: bool = False  # the request's include asked for reasoning.encrypted_content (Responses)
 
     @property
     def text(self) -> str:
@@ -78,7 +79,8 @@ def _responses_reasoning(reply: Reply) -> list[dict[str, Any]]:
     if not reply.reasoning:
         return []
     summary = [{"type": "summary_text", "text": "".join(reply.reasoning)}]
-    return [{"type": "reasoning", "id": "rs_fake_1", "summary": summary}]
+    item = {"type": "reasoning", "id": "rs_fake_1", "summary": summary}
+    return [item | {"encrypted_content": "enc-fake"} if reply.encrypted_reasoning else item]
 
 
 def responses_json(model: str, reply: Reply, status: str | None = None) -> dict[str, Any]:
@@ -109,9 +111,15 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
         {"type": "response.in_progress", "response": responses_json(model, reply, "in_progress") | {"output": []}},
     ]
     item = _responses_output(reply)[-1]
+    if reply.reasoning:
+        reasoning = _responses_reasoning(reply)[0]
+        added = {"type": "reasoning", "id": "rs_fake_1", "summary": []}
+        events.append({"type": "response.output_item.added", "output_index": 0, "item": added})
     for piece in reply.reasoning:
         ref = {"item_id": "rs_fake_1", "output_index": 0, "summary_index": 0}
         events.append({"type": "response.reasoning_summary_text.delta", **ref, "delta": piece})
+    if reply.reasoning:
+        events.append({"type": "response.output_item.done", "output_index": 0, "item": reasoning})
     if reply.tool_name:
         for index, call in enumerate(_responses_output(reply)):
             pieces = reply.tool_arguments if index == 0 else [call["arguments"]]

@@ -368,6 +368,7 @@ class FakeUpstream:
     def _billed(self, reply: formats.Reply, body: dict[str, Any], raw: bytes) -> formats.Reply:
         """`reply` with the usage of `self.billing` (scripted replies too): "size" bills what was sent."""
         reply.service_tier = reply.service_tier or self.service_tier
+        reply.encrypted_reasoning = "reasoning.encrypted_content" in (body.get("include") or ())
         if self.billing == "size":
             reply.input_tokens = billed_input_tokens(body, raw, self.image_tokens)
             reply.cached_tokens = reply.reasoning_tokens = 0

@@ -194,7 +194,9 @@ def test_sampling_parameter_the_provider_format_cannot_carry_is_left_out(agent, 
 
 REFUSED_BY_THE_PROVIDER_FORMAT = [
     pytest.param(CLAUDE, {"truncation": "auto"}, "truncation", id="truncation-anthropic"),
-    pytest.param(CHAT, {"include": ["reasoning.encrypted_content"]}, "include", id="include-chat"),
+    pytest.param(
+        CHAT, {"include": ["file_search_call.results"]}, "include value 'file_search_call.results'", id="include-chat"
+    ),
 ]
 
 
