@@ -219,6 +219,7 @@ def build_generation(ctx: Context) -> Generation:
         data_region=ctx.region,
         http_referer=_header(ctx, "http-referer") or _header(ctx, "referer"),
         user_agent=_header(ctx, "user-agent"),
+        client_metadata={} if stripped else body.get("client_metadata") or {},
         created_at=ctx.created_at,
         completed_at=now,
         category=None,

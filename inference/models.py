@@ -227,6 +227,12 @@ class Generation(models.Model):
     user_agent = models.CharField(
         max_length=500, blank=True, default="", db_default="", help_text="The request's User-Agent"
     )
+    client_metadata = models.JSONField(
+        default=dict,
+        db_default={},  # rows inserted by SQL that does not name the column (generate_demo_traffic) get {}
+        blank=True,
+        help_text="The request's client_metadata (Codex CLI's turn and window ids)",
+    )
     created_at = models.DateTimeField(db_index=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 

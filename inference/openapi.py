@@ -159,6 +159,11 @@ TEXT_FORMAT = {
 FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "background": {"type": "boolean", "nullable": True, "enum": [False, None], "description": "Only false"},
     "cache_control": CACHE_CONTROL,
+    "client_metadata": {
+        **_obj(),
+        "additionalProperties": {"type": "string", "maxLength": 16384},
+        "description": "String pairs (Codex's turn metadata): forwarded to openai-responses providers, recorded.",
+    },
     "conversation": ONLY_NULL,
     "debug": _obj({"echo_upstream_body": {"type": "boolean"}}),
     "frequency_penalty": _number(-2, 2),
@@ -260,7 +265,10 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": (
             "Function tools, provider tool kinds, and the server tools the gateway runs itself: "
             "`service:web_search`, `service:tool_search`, `service:web_fetch`, each with optional `parameters` "
-            "(docs/server-tools.md); another `service:*` kind is refused with 400."
+            "(docs/server-tools.md); another `service:*` kind is refused with 400. A `namespace` tool (a group of "
+            "function tools) goes to Responses providers as it is and to other formats as `namespace__name` "
+            "functions, its calls answered with their `namespace`. The hosted `web_search` runs on the gateway's "
+            "search engine when one is configured, else goes to an openai-responses provider (400 elsewhere)."
         ),
         "items": {"type": "object", "required": ["type"], "properties": FUNCTION_TOOL_PROPS},
     },

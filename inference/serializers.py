@@ -57,6 +57,9 @@ class GenerationSerializer(serializers.Serializer):
     workspace_id = serializers.UUIDField(allow_null=True)
     api_key_hash = serializers.CharField(source="key_hash")
     error = serializers.SerializerMethodField(help_text="What the client got when the request failed")
+    client_metadata = serializers.DictField(
+        child=serializers.CharField(), help_text="The request's client_metadata (Codex CLI's turn and window ids)"
+    )
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_finish_reason(self, row) -> str | None:

@@ -174,6 +174,7 @@ def _request_context(ctx, body: dict) -> dict:
         "region": getattr(ctx, "region", None),
         "headers": {k: v for k, v in headers.items() if k.lower() not in HIDDEN_HEADERS},
         "request_metadata": body.get("metadata") or {},
+        "client_metadata": body.get("client_metadata") or {},
     }
 
 

@@ -9,6 +9,7 @@ A new field in the schema fails the walk until it gets an entry here; an entry w
 
 from __future__ import annotations
 
+CODEX = "tests/inference/test_codex_members.py"
 FE = "tests/inference/test_field_effects.py::test_field_reaches_the_upstream"
 REFUSED = "tests/inference/test_field_effects.py::test_field_the_provider_format_cannot_carry_is_400"
 OMITTED = "tests/inference/test_field_effects.py::test_sampling_parameter_the_provider_format_cannot_carry_is_left_out"
@@ -48,6 +49,7 @@ FIELDS: dict[str, list[str]] = {
         f"{RF}::test_image_output_refusals_name_the_field",
     ],
     "include": [f"{FE}[include]", f"{REFUSED}[include-chat]"],
+    "client_metadata": [f"{CODEX}::test_codex_default_members_are_honoured_on_every_format"],
     "input": INPUT,
     "input[].content": INPUT,
     "input[].content[].text": INPUT,

@@ -5,6 +5,7 @@ formats without them, names restored in the answer), the hosted `web_search` too
 
 from __future__ import annotations
 
+import httpx
 import orjson
 import pytest
 
@@ -235,3 +236,18 @@ def test_namespace_tool_is_validated(agent, agent_catalog):  # noqa: F811
     response = agent.post("/responses", json=body)
     assert response.status_code == 400
     assert response.json()["error"]["message"].startswith("tools[1].tools[0].type:")
+
+
+def test_client_metadata_is_recorded_on_the_generation(gateway_server, org, agent, agent_catalog):  # noqa: F811
+    from tests.inference.conftest import generations
+
+    response = agent.post("/responses", json=codex_body("fakechat/agent"))
+    assert response.status_code == 200
+    generations(1)
+    headers = {"Authorization": f"Bearer {org.management_key}"}
+    lookup = httpx.get(
+        f"{gateway_server.url}/api/v1/generation", params={"id": response.json()["id"]}, headers=headers, timeout=30
+    )
+    assert lookup.json()["data"]["client_metadata"] == CLIENT_METADATA
+    activity = httpx.get(f"{gateway_server.url}/api/v1/activity", headers=headers, timeout=30).json()
+    assert activity["data"][0]["client_metadata"] == CLIENT_METADATA

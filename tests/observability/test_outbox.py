@@ -217,6 +217,7 @@ def test_broadcast_flags_add_cost_identity_and_request_context(api, org):
         broadcast_generation_request_context=True,
     )
     body = {"model": "m", "input": "hi", "user": "end-user-7", "metadata": {"order": "42"}}
+    body["client_metadata"] = {"x-codex-window-id": "w:0"}
     generation = record_generation(org, body=body)
     payload = payload_of(generation, dest)
     assert payload["cost"] == {"total_cost": "0.0000048", "currency": "USD", "is_byok": False}
@@ -232,6 +233,7 @@ def test_broadcast_flags_add_cost_identity_and_request_context(api, org):
     assert context["method"] == "POST" and context["host"] == "gateway.test" and context["region"] == "global"
     assert context["headers"] == {"user-agent": "tests/1.0", "x-session-id": "s-1"}
     assert context["request_metadata"] == {"order": "42"}
+    assert context["client_metadata"] == {"x-codex-window-id": "w:0"}
 
 
 def test_no_destinations_means_no_work(org, django_assert_num_queries):
