@@ -29,7 +29,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from gateway_project.lifespan import lifespan  # noqa: E402
-from inference.asgi_routes import http_routes  # noqa: E402
+from inference.asgi_routes import http_routes, websocket_routes  # noqa: E402
 from operations.health import health_app  # noqa: E402
 from operations.measure import measured, route_label  # noqa: E402
 from operations.metrics_endpoint import metrics_app  # noqa: E402
@@ -54,6 +54,7 @@ application = ProtocolTypeRouter(
                 re_path(r"", django_asgi_app),
             ]
         ),
+        "websocket": URLRouter(websocket_routes),
         # Serve with `--lifespan on`: shutdown waits for the accounting of cut requests (gateway_project/lifespan.py).
         "lifespan": lifespan,
     }

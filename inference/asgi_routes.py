@@ -5,6 +5,7 @@ from django.urls import re_path
 from inference.consumers import chat_consumer, messages_consumer, responses_consumer
 from inference.embeddings.consumer import embeddings_consumer
 from inference.input_tokens import input_tokens_consumer
+from inference.responses_ws import responses_websocket
 from inference.token_count import count_tokens_consumer
 
 http_routes: list = [
@@ -15,3 +16,6 @@ http_routes: list = [
     re_path(r"^api/v1/messages/count_tokens/?$", count_tokens_consumer),
     re_path(r"^api/v1/embeddings/?$", embeddings_consumer),
 ]
+
+# The Responses API over a WebSocket (GET /api/v1/responses with Upgrade: websocket): inference/responses_ws.py.
+websocket_routes: list = [re_path(r"^api/v1/responses/?$", responses_websocket)]
