@@ -8,7 +8,8 @@ rate limits, budgets, accounting, one Generation row per turn), always streamed:
 each, exactly the `data` of the SSE events (`response.created` ... `response.completed`). A message that is not
 valid JSON, of another type, or a request refused before its stream starts, is answered with one
 `{"type": "error", "status": <HTTP status>, "error": {...the envelope's error}}` event; the socket stays open.
-Turns on one socket run one after another.
+Turns on one socket run one after another; the socket closing during a turn cancels it (its upstream call closed,
+a `cancelled` Generation), as a disconnect does over HTTP.
 
 `generate: false` (Codex's prewarm) is answered at once, with no model call and nothing charged (`_prewarm`).
 `previous_response_id` is honoured within one socket, as OpenAI's WebSocket mode does: when it names the previous
@@ -18,6 +19,8 @@ state between sockets; another id is a 400 error event).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from datetime import UTC, datetime
@@ -32,6 +35,7 @@ from inference.consumers import (
     InferenceConsumer,
     Responder,
     _cut_cycles,
+    _header_session_id,
     _headers,
     _metadata_enabled,
     responses_consumer,
@@ -134,14 +138,38 @@ async def responses_websocket(scope, receive, send) -> None:
         return
     await send({"type": "websocket.accept"})
     conversation = Conversation()
-    while True:
-        message = await receive()
-        if message["type"] == "websocket.disconnect":
-            return
-        if message["type"] == "websocket.receive":
+    waiting: list[dict[str, Any]] = []  # messages that came while a turn ran: served in order after it
+    listener: asyncio.Task | None = None
+    try:
+        while True:
+            if waiting:
+                message = waiting.pop(0)
+            elif listener is not None:  # a receive started while the previous turn ran
+                message, listener = await listener, None
+            else:
+                message = await receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message["type"] != "websocket.receive":
+                continue
             raw = message.get("text")
             raw = raw.encode() if raw is not None else message.get("bytes") or b""
-            await _turn(raw, headers, client, scope, send, conversation)
+            work = asyncio.ensure_future(_turn(raw, headers, client, scope, send, conversation))
+            while not work.done():  # the client going away cancels the turn, as a disconnect does over HTTP
+                listener = listener or asyncio.ensure_future(receive())
+                await asyncio.wait((work, listener), return_when=asyncio.FIRST_COMPLETED)
+                if listener.done():
+                    waiting.append(listener.result())
+                    listener = None
+                    if waiting[-1]["type"] == "websocket.disconnect":
+                        work.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await work
+                        return
+            work.result()
+    finally:
+        if listener is not None:
+            listener.cancel()
 
 
 async def _refuse(scope, send, error: GatewayError) -> None:
@@ -168,6 +196,7 @@ async def _turn(raw: bytes, headers, client: str, scope, send, conversation: Con
             raise validation_error("generate", "must be a boolean")
         body = RESPONSES.parse(orjson.dumps(conversation.expand(message)), headers)
         body["stream"] = True
+        session_id = body.get("session_id") or _header_session_id(headers)
     except orjson.JSONDecodeError as exc:
         await send_error(send, 400, GatewayError(400, f"Malformed JSON message: {exc}").envelope()["error"])
         return
@@ -187,7 +216,7 @@ async def _turn(raw: bytes, headers, client: str, scope, send, conversation: Con
         client_address=client,
         body=body,
         metadata_enabled=_metadata_enabled(headers),
-        session_id=body.get("session_id") or headers.get("x-session-id") or None,
+        session_id=session_id or None,
         client_ip=client,
         ingress_format=RESPONSES.name,
         ingress=RESPONSES,

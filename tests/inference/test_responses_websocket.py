@@ -4,14 +4,16 @@ checked at connect, each `response.create` through the whole pipeline with its e
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from tests.inference.conftest import generations, wait_idle
-from tests.servertools.conftest import agent_catalog  # noqa: F401
+from tests.inference.conftest import add_endpoint, generations, wait_idle
+from tests.servertools.conftest import KEY_ENV, agent_catalog  # noqa: F401
 
 MODEL = "fakechat/agent"
 
@@ -118,3 +120,20 @@ def test_policies_run_per_turn(gateway_server, api, org, agent_catalog):  # noqa
         refused = turn(ws, model=MODEL, input="Hello")
         assert refused[0]["type"] == "error" and refused[0]["status"] == 403
         assert turn(ws, model="fakeai/agent", input="Hello")[-1]["type"] == "response.completed"
+
+
+def test_client_going_away_cancels_the_turn(gateway_server, org, agent_catalog):  # noqa: F811
+    """A socket closed during a turn cancels its upstream call, as a disconnect does over HTTP (a `cancelled` row)."""
+    from inference.routing import clear_caches
+
+    common = {"base_url": agent_catalog.base_url, "api_key_env": KEY_ENV}
+    add_endpoint("fakechat/hang", "fakechat", api_format="openai-chat", upstream_model="hang", **common)
+    clear_caches()
+    with socket(gateway_server, org.inference_key) as ws:
+        ws.send(json.dumps({"type": "response.create", "model": "fakechat/hang", "input": "Hello"}))
+        deadline = time.monotonic() + 10
+        while not agent_catalog.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert agent_catalog.requests  # the upstream has the request, and never answers
+    assert asyncio.run(agent_catalog.wait_disconnected(10))
+    assert generations(1)[0].status == "cancelled"
