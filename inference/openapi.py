@@ -396,12 +396,41 @@ def responses_operation() -> dict[str, Any]:
     }
 
 
+INPUT_TOKENS = {
+    "type": "object",
+    "required": ["object", "input_tokens"],
+    "properties": {
+        "object": {"type": "string", "enum": ["response.input_tokens"]},
+        "input_tokens": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def input_tokens_operation() -> dict[str, Any]:
+    """The OpenAPI operation object of POST /api/v1/responses/input_tokens."""
+    operation = responses_operation()
+    operation["operationId"] = "responses_input_tokens"
+    operation["summary"] = "Count the input tokens of a Responses request"
+    operation["description"] = (
+        "The routed model's input tokens: exact from an openai-responses provider, the gateway's estimate otherwise "
+        "(`x-token-count: exact` or `estimate`). Key auth, region, presets and guardrails as /responses; no rate "
+        "limit, never charged, no Generation row. `stream: true` is refused."
+    )
+    operation["responses"]["200"] = {
+        "description": "The count",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ResponseInputTokens"}}},
+    }
+    return operation
+
+
 def add_responses_operation(result, generator, request, public):
     """Postprocessing hook: document POST /api/v1/responses and its request and response schemas."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["ResponsesRequest"] = REQUEST
     schemas["ResponseObject"] = RESPONSE
     result.setdefault("paths", {})[PATH] = {"post": responses_operation()}
+    schemas["ResponseInputTokens"] = INPUT_TOKENS
+    result["paths"][PATH + "/input_tokens"] = {"post": input_tokens_operation()}
     from inference.openapi_wire import add_wire_operations
 
     add_wire_operations(result)  # POST /chat/completions and /messages

@@ -1,12 +1,14 @@
 """The Responses SSE writer (DECISIONS.md §9).
 
 Only this module writes the Responses event stream. Adapters hand over canonical events (`TextDelta`,
-`FunctionCallDone`, `StreamDone`); `ResponseStream` turns them into `response.*` events numbered from 0
-and ends with `data: [DONE]`. A text answer: `response.created`, `response.in_progress`,
-`response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
+`ReasoningDelta`, `OutputItemDone`, `FunctionCallDone`, `StreamDone`); `ResponseStream` turns them into
+`response.*` events numbered from 0 and ends with `data: [DONE]`. A text answer: `response.created`,
+`response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
 `response.output_text.done`, `response.content_part.done`, `response.output_item.done`,
 `response.completed` (or `response.incomplete`). After the first byte an error is an `error` event
 followed by `response.failed`. `response.debug` (debug.echo_upstream_body) comes before everything.
+Reasoning (`ReasoningDelta`, a Responses upstream's `OutputItemDone`) is its own item, written by
+inference.stream_reasoning; a plain text stream never reaches it.
 """
 
 from __future__ import annotations
