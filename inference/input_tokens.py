@@ -60,7 +60,7 @@ async def count_handler(ctx: Context) -> None:
         count, source = prompt_token_estimate(counted, candidate, ESTIMATE_BYTES_PER_TOKEN), "estimate"
     data = orjson.dumps({"object": "response.input_tokens", "input_tokens": count})
     responder = ctx.extras["inference.responder"]
-    await responder.send_json(200, data, {"x-token-count": source, "x-model": candidate.model_slug})
+    await responder.send_json(200, data, {"x-token-count": source})
 
 
 async def _exact(ctx: Context, candidate: Candidate) -> int | None:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.agents.scripted_upstream import ANSWER_PREFIX, ScriptedUpstream
 from tests.inference.conftest import add_endpoint, wait_idle
+from tests.missing_tools import skip_or_fail
 
 VERSION = "0.171.0"  # the version .ci/run installs
 FORMATS = ["openai-chat", "openai-responses", "anthropic-messages"]
@@ -30,10 +31,7 @@ def codex_cli() -> Path:
     folder = Path(os.environ.get("GATEWAY_AGENTS_DIR") or Path.home() / ".cache" / "gateway-agents")
     path = folder / "node_modules" / ".bin" / "codex"
     if not path.exists():
-        reason = f"{path} is not installed (.ci/run installs it: npm install --prefix {folder} @openai/codex@{VERSION})"
-        if os.environ.get("GATEWAY_REQUIRE_AGENTS"):
-            pytest.fail(f"{reason} and GATEWAY_REQUIRE_AGENTS is set")
-        pytest.skip(reason)
+        skip_or_fail(str(path), f"npm install --prefix {folder} @openai/codex@{VERSION}", "GATEWAY_REQUIRE_AGENTS")
     return path
 
 
