@@ -130,8 +130,14 @@ RESPONSES = _table(
     ("cache_control", ROUTER, _CACHE),
     ("stream", HONOURED, "Responses events"),
     ("stream_options", PARTLY, "the stream always ends with the usage; `include_obfuscation: true` → 400"),
-    ("include", HONOURED, "`openai-responses` endpoints only"),
+    (
+        "include",
+        HONOURED,
+        "`openai-responses` endpoints; `reasoning.encrypted_content` on every format (the reasoning the provider "
+        "signed or encrypted is returned)",
+    ),
     ("metadata", GATEWAY, "kept for accounting and observability"),
+    ("client_metadata", HONOURED, "`openai-responses` endpoints; recorded on the Generation for every format"),
     ("user", HONOURED, "hashed before it reaches a provider"),
     ("safety_identifier", HONOURED, "hashed before it reaches a provider"),
     ("prompt_cache_key", HONOURED, "OpenAI endpoints"),
