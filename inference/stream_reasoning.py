@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from inference.ids import new_item_id
-from inference.providers.base import OutputItemDone, ReasoningDelta
+from inference.providers.base import OutputItemDone, ReasoningDelta, RedactedReasoning
+from inference.providers.canonical import redacted_reasoning_item
 
 
 class ReasoningItems:
@@ -31,8 +32,11 @@ class ReasoningItems:
         if state is None or (event.item_id and event.item_id != state["id"]):
             self._close_reasoning()
             state = self._open_reasoning(event.item_id)
-        if event.signature:
+        if event.signature:  # the end of an Anthropic thinking block: the next one is another item
             state["signature"] = event.signature
+            if not event.text:
+                self._close_reasoning()
+                return
         if not event.text:
             return
         ref = {"item_id": state["id"], "output_index": state["index"]}
@@ -99,3 +103,7 @@ class ReasoningItems:
         self.items.append(item)
         self.emit("response.output_item.added", {"output_index": index, "item": item})
         self.emit("response.output_item.done", {"output_index": index, "item": item})
+
+    def _redacted(self, event: RedactedReasoning) -> None:
+        """Anthropic's `redacted_thinking` block: a reasoning item with only its `encrypted_content`."""
+        self._output_item(OutputItemDone(redacted_reasoning_item(event.data)))

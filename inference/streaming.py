@@ -26,6 +26,7 @@ from inference.providers.base import (
     FunctionCallDone,
     OutputItemDone,
     ReasoningDelta,
+    RedactedReasoning,
     StreamDone,
     TextDelta,
 )
@@ -100,6 +101,8 @@ class ResponseStream(ReasoningItems):
             self._reasoning_delta(event)
         elif isinstance(event, OutputItemDone):
             self._output_item(event)
+        elif isinstance(event, RedactedReasoning):
+            self._redacted(event)
         elif isinstance(event, StreamDone):
             await self._complete(event.result)
             return True
