@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.scripted_upstream import ANSWER_PREFIX, ScriptedUpstream
-from tests.inference.conftest import add_endpoint, wait_idle
+from tests.inference.conftest import add_endpoint, generations, wait_idle
 from tests.missing_tools import skip_or_fail
 
 VERSION = "0.171.0"  # the version .ci/run installs
@@ -141,7 +141,9 @@ def test_codex_over_the_responses_websocket(gateway_server, org, codex_catalog, 
     model = codex_catalog["openai-chat"]
     stdout = run_codex(gateway_server.url, org.inference_key, model, prompt, tmp_path, supports_websockets="true")
     assert stdout.startswith(ANSWER_PREFIX) and content in stdout
-    wait_idle()
+    turns = len([r for r in codex_upstream.requests if "_tokens" not in r.path])
+    assert turns >= 2
+    generations(turns)  # the rows are written just after each turn's answer: wait for them
     rows = Generation.objects.filter(model=model)
-    assert rows.count() == len([r for r in codex_upstream.requests if "_tokens" not in r.path]) >= 2
+    assert rows.count() == turns
     assert all(row.streamed and row.client_metadata.get("x-codex-window-id") for row in rows)
