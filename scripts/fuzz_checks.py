@@ -21,7 +21,8 @@ def error_envelope(ctx, response, case):
     except ValueError as exc:
         raise AssertionError(f"error {response.status_code} is not JSON: {response.content[:200]!r}") from exc
     error = body.get("error") if isinstance(body, dict) else None
-    if case.path == "/api/v1/messages":  # Anthropic's error shape, so the anthropic SDK raises its typed exceptions
+    # /messages and /messages/count_tokens answer in Anthropic's error shape, so the anthropic SDK raises its types
+    if case.path.startswith("/api/v1/messages"):
         if body.get("type") != "error" or not isinstance(error, dict) or not isinstance(error.get("type"), str):
             raise AssertionError(f"error {response.status_code} is not in Anthropic's shape: {body!r}"[:300])
         if not isinstance(error.get("message"), str) or not error["message"]:
