@@ -40,7 +40,15 @@ CATALOG_OPERATIONS = {
 # tests/inference/test_generation_lookup.py).
 QUERY_LOOKUP_OPERATIONS = {("GET", "/api/v1/generation")}
 PRESET_SLUG = "iso-preset"
-DATA_PLANE_PATHS = (RESPONSES_PATH, CHAT_PATH, MESSAGES_PATH, EMBEDDINGS_PATH)
+# The data plane's routes are served by the ASGI application, not by Django (tested through the loopback server).
+DATA_PLANE_PATHS = (
+    RESPONSES_PATH,
+    CHAT_PATH,
+    MESSAGES_PATH,
+    EMBEDDINGS_PATH,
+    f"{RESPONSES_PATH}/input_tokens",
+    f"{MESSAGES_PATH}/count_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class Operation:
 
 def management_operations() -> list[Operation]:
     """Every operation of /api/v1/openapi.json except the data plane's (/responses, /chat/completions, /messages,
-    /embeddings)."""
+    /embeddings and the token counts)."""
     schema = APIClient().get("/api/v1/openapi.json").json()
     return [
         Operation(method.upper(), path)
