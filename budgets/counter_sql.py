@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
@@ -57,16 +58,29 @@ def counter_ids_json(counter_ids: list[int]) -> str:
     return "[" + ",".join(str(int(counter_id)) for counter_id in counter_ids) + "]"
 
 
+def record_json(record: dict | None) -> str:
+    """The JSON text of a hold's record (budgets/recovery.py: what a Generation row rebuilt from it needs)."""
+    return orjson.dumps(record or {}, default=str).decode()
+
+
 def reservation_statement(
-    *, request_id: str, amount: int, counter_ids: list[int], now: datetime, expires_at: datetime
+    *,
+    request_id: str,
+    amount: int,
+    counter_ids: list[int],
+    now: datetime,
+    expires_at: datetime,
+    record: dict | None = None,
+    reservation_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, str, list]:
     """The INSERT of a new hold's reservation row (its id, the statement, the parameters)."""
-    reservation_id = uuid.uuid4()
+    reservation_id = reservation_id or uuid.uuid4()
     conn = connections[DEFAULT_DB_ALIAS]
     return (
         reservation_id,
-        f"INSERT INTO {_table(SpendReservation)} (id, request_id, amount_units, counter_ids, created_at, expires_at) "
-        "VALUES (%s, %s, %s, %s, %s, %s)",
+        f"INSERT INTO {_table(SpendReservation)} "
+        "(id, request_id, amount_units, counter_ids, created_at, expires_at, record) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
         [
             _prep(SpendReservation, "id", reservation_id, conn),
             request_id[:100],
@@ -74,6 +88,7 @@ def reservation_statement(
             counter_ids_json(counter_ids),
             _prep(SpendReservation, "created_at", now, conn),
             _prep(SpendReservation, "expires_at", expires_at, conn),
+            record_json(record),
         ],
     )
 
@@ -84,7 +99,14 @@ class _RefusedAt(Exception):
 
 
 def hold_all(
-    checks: list[tuple[int, int, bool]], *, amount: int, request_id: str, now: datetime, expires_at: datetime
+    checks: list[tuple[int, int, bool]],
+    *,
+    amount: int,
+    request_id: str,
+    now: datetime,
+    expires_at: datetime,
+    record: dict | None = None,
+    reservation_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, int | None]:
     """Hold `amount` on every counter of `checks` ((counter id, limit units, include BYOK spend), in ascending
     id order) and insert the reservation row, all or nothing. Returns the reservation id and None when every
@@ -96,16 +118,22 @@ def hold_all(
     """
     conn = connections[DEFAULT_DB_ALIAS]
     counter_ids = [counter_id for counter_id, _, _ in checks]
+    reservation_id = reservation_id or uuid.uuid4()
     if conn.vendor == "postgresql" and not conn.in_atomic_block and conn.get_autocommit():
-        reservation_id = uuid.uuid4()
-        refused_id = _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at)
+        refused_id = _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at, record)
         return reservation_id, None if refused_id is None else counter_ids.index(refused_id)
     holds = [
         hold_statement(counter_id=counter_id, amount=amount, limit_units=limit_units, include_byok=include_byok)
         for counter_id, limit_units, include_byok in checks
     ]
     reservation_id, *reservation = reservation_statement(
-        request_id=request_id, amount=amount, counter_ids=counter_ids, now=now, expires_at=expires_at
+        request_id=request_id,
+        amount=amount,
+        counter_ids=counter_ids,
+        now=now,
+        expires_at=expires_at,
+        record=record,
+        reservation_id=reservation_id,
     )
     try:
         with counter_transaction() as cursor:
@@ -119,8 +147,9 @@ def hold_all(
     return reservation_id, None
 
 
-# The hold on PostgreSQL: one call of the function of migration budgets/0006 (one statement, one round trip; the
-# function's plans are cached by the database session, where an equivalent CTE was planned on every call). Every
+# The hold on PostgreSQL: one call of the function of migration budgets/0008 (0006's, plus the hold's record; one
+# statement, one round trip; the function's plans are cached by the database session, where an equivalent CTE was
+# planned on every call). Every
 # argument is a parameter, so every hold has the same text: the event loop's connection prepares it once
 # (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
 _HOLD_ARGUMENT_TYPES = (
@@ -133,14 +162,15 @@ _HOLD_ARGUMENT_TYPES = (
     "jsonb",
     "timestamptz",
     "timestamptz",
+    "jsonb",
 )
-_HOLD = "SELECT budgets_spend_hold_v2({})"
+_HOLD = "SELECT budgets_spend_hold_v3({})"
 # libpq's placeholders (the event loop's connection, the database thread's PQexecParams) and psycopg's.
 _NATIVE_HOLD = _HOLD.format(", ".join(f"${n}::{t}" for n, t in enumerate(_HOLD_ARGUMENT_TYPES, start=1))).encode()
 _CURSOR_HOLD = _HOLD.format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
 
 
-def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) -> list[bytes]:
+def _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list[bytes]:
     """The parameters of `_NATIVE_HOLD` as text (aware datetimes)."""
     return [
         _array(str(int(counter_id)) for counter_id, _, _ in checks),
@@ -152,11 +182,19 @@ def _native_hold(checks, amount, request_id, reservation_id, now, expires_at) ->
         counter_ids_json([c for c, _, _ in checks]).encode(),
         now.isoformat().encode(),
         expires_at.isoformat().encode(),
+        record_json(record).encode(),
     ]
 
 
 async def hold_all_async(
-    checks: list[tuple[int, int, bool]], *, amount: int, request_id: str, now: datetime, expires_at: datetime
+    checks: list[tuple[int, int, bool]],
+    *,
+    amount: int,
+    request_id: str,
+    now: datetime,
+    expires_at: datetime,
+    record: dict | None = None,
+    reservation_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, int | None]:
     """`hold_all` on PostgreSQL over the event loop's own connection (gateway_project/fast_pg.py): the same
     function call, sent without the database thread as a prepared statement. `now` and `expires_at` must be
@@ -164,8 +202,8 @@ async def hold_all_async(
     from gateway_project import fast_pg
     from gateway_project.db_deadline import deadline_seconds
 
-    reservation_id = uuid.uuid4()
-    params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
+    reservation_id = reservation_id or uuid.uuid4()
+    params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
     result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True)
     value = result.get_value(0, 0)
     if value is None:
@@ -219,7 +257,7 @@ async def settle_all_async(
     return 0 if value is None else int(value)
 
 
-def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at) -> int | None:
+def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at, record) -> int | None:
     import psycopg
 
     conn.ensure_connection()
@@ -227,7 +265,7 @@ def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, e
         # libpq's PQexecParams on the driver's connection, the parameters as text: the same statement and round
         # trip as a psycopg cursor, without its adaptation and result machinery (about 45 us of CPU per hold
         # here, bench/hold_cost.py).
-        params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at)
+        params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
         with conn.wrap_database_errors:
             result = conn.connection.pgconn.exec_params(_NATIVE_HOLD, params)
             if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
@@ -245,6 +283,7 @@ def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, e
         counter_ids,
         now,
         expires_at,
+        record_json(record),
     ]
     # Server-side binding without a prepared statement (it would not survive pgbouncer's transaction mode).
     with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:

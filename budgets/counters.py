@@ -25,11 +25,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
 from budgets import counter_sql as sql
+from budgets import keeper
 from budgets.models import UNITS_PER_USD, AppliedSettlement, SpendCounter, SpendReservation
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 from gateway_project.periods import period_end, period_start
 from inference.pipeline.context import SpendLimit
 
@@ -159,27 +162,46 @@ class _Refused(Exception):
         self.limit = limit
 
 
-def _reserve_once(checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str) -> Hold:
+def _unknown_outcome(reservation_id: uuid.UUID, counter_ids, amount: int) -> None:
+    """The database did not answer a hold in time: it may still commit it. Its release is written by the keeper
+    once the database answers again (nothing released if the hold never landed), so a request refused with 503
+    keeps no hold."""
+    hold = Hold(reservation_id=reservation_id, counter_ids=tuple(counter_ids), amount_units=amount)
+    keeper.park(Settlement(hold=hold, cost_units=0, is_byok=False))
+
+
+def _reserve_once(
+    checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str, record: dict | None
+) -> Hold:
     ttl = timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL)
     checks = sorted(checks, key=lambda item: item[0])  # lock rows in ascending id order: no deadlocks
-    reservation_id, refused = sql.hold_all(
-        [
-            (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
-            for counter_id, limit in checks
-        ],
-        amount=amount,
-        request_id=request_id,
-        now=now,
-        expires_at=now + ttl,
-    )
+    reservation_id = uuid.uuid4()
+    counter_ids = tuple(counter_id for counter_id, _ in checks)
+    try:
+        _, refused = sql.hold_all(
+            [
+                (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
+                for counter_id, limit in checks
+            ],
+            amount=amount,
+            request_id=request_id,
+            now=now,
+            expires_at=now + ttl,
+            record=record,
+            reservation_id=reservation_id,
+        )
+    except DATABASE_UNAVAILABLE_ERRORS:
+        _unknown_outcome(reservation_id, counter_ids, amount)
+        raise
     if refused is not None:
         raise _Refused(*checks[refused])
-    return Hold(
-        reservation_id=reservation_id, counter_ids=tuple(counter_id for counter_id, _ in checks), amount_units=amount
-    )
+    keeper.hold_taken(reservation_id)
+    return Hold(reservation_id=reservation_id, counter_ids=counter_ids, amount_units=amount)
 
 
-def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "") -> Hold:
+def spend_reserve(
+    *, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str = "", record: dict | None = None
+) -> Hold:
     """Hold `amount_units` on the counter of every limit, or raise LimitExceeded (nothing held)."""
     # A limit without an interval (a guardrail's null reset_interval) never resets.
     limits = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
@@ -189,7 +211,7 @@ def spend_reserve(*, limits: list[SpendLimit], amount_units: int, now: datetime,
         ids = _ensure_counters([key for key, _ in pairs])
         checks = [(counter_id, limit) for counter_id, (_, limit) in zip(ids, pairs, strict=True)]
         try:
-            return _reserve_once(checks, amount_units, now, request_id)
+            return _reserve_once(checks, amount_units, now, request_id, record)
         except _Refused as refused:
             row = SpendCounter.objects.filter(id=refused.counter_id).first()
             if row is None:  # the cached id is stale (rows removed by an operator): look the rows up again
@@ -221,14 +243,20 @@ def _cached_ids(keys: list[tuple]) -> list[int] | None:
 
 
 async def spend_reserve_async(
-    *, limits: list[SpendLimit], amount_units: int, now: datetime, request_id: str, on_thread
+    *,
+    limits: list[SpendLimit],
+    amount_units: int,
+    now: datetime,
+    request_id: str,
+    on_thread,
+    record: dict | None = None,
 ) -> Hold:
     """`spend_reserve` with the hold statement sent from the event loop (PostgreSQL, budgets/counter_sql.py
     `hold_all_async`; `now` aware). Everything around it is pure Python here: the counter ids come from the
     cache and the period starts are computed. The rare rest runs the synchronous `spend_reserve` by
     `await on_thread(...)` on the database thread, as before: a counter not cached yet (looked up or created
     there) and a refusal (its row read for the 402, expired holds reaped, the hold tried again)."""
-    kwargs = {"limits": limits, "amount_units": amount_units, "now": now, "request_id": request_id}
+    kwargs = {"limits": limits, "amount_units": amount_units, "now": now, "request_id": request_id, "record": record}
     normalized = [limit if limit.interval else replace(limit, interval="lifetime") for limit in limits]
     pairs = _dedupe(normalized, now)
     ids = _cached_ids([key for key, _ in pairs])
@@ -237,23 +265,28 @@ async def spend_reserve_async(
     checks = sorted(
         ((counter_id, limit) for counter_id, (_, limit) in zip(ids, pairs, strict=True)), key=lambda item: item[0]
     )
-    reservation_id, refused = await sql.hold_all_async(
-        [
-            (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
-            for counter_id, limit in checks
-        ],
-        amount=amount_units,
-        request_id=request_id,
-        now=now,
-        expires_at=now + timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL),
-    )
+    reservation_id = uuid.uuid4()
+    counter_ids = tuple(counter_id for counter_id, _ in checks)
+    try:
+        _, refused = await sql.hold_all_async(
+            [
+                (counter_id, usd_to_units(limit.limit_usd, round_up=False), limit.include_byok)
+                for counter_id, limit in checks
+            ],
+            amount=amount_units,
+            request_id=request_id,
+            now=now,
+            expires_at=now + timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL),
+            record=record,
+            reservation_id=reservation_id,
+        )
+    except DATABASE_UNAVAILABLE_ERRORS:
+        _unknown_outcome(reservation_id, counter_ids, amount_units)
+        raise
     if refused is not None:
         return await on_thread(**kwargs)
-    return Hold(
-        reservation_id=reservation_id,
-        counter_ids=tuple(counter_id for counter_id, _ in checks),
-        amount_units=amount_units,
-    )
+    keeper.hold_taken(reservation_id)
+    return Hold(reservation_id=reservation_id, counter_ids=counter_ids, amount_units=amount_units)
 
 
 def spend_settle(*, hold: Hold, cost_units: int, is_byok: bool) -> None:
@@ -284,7 +317,9 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
         return
     with sql.counter_transaction() as cursor:
         fresh = sql.claim_settlements(cursor, [s.settlement_id for s in settlements], datetime.now(UTC))
+        applied = [s for s in settlements if s.settlement_id not in fresh]
         settlements = [s for s in settlements if s.settlement_id in fresh]
+        keeper.settled(s.hold.reservation_id for s in applied)
         if not settlements:
             return
         deleted = sql.delete_reservations(cursor, list({s.hold.reservation_id: None for s in settlements}))
@@ -302,6 +337,7 @@ def spend_settle_many(settlements: list[Settlement]) -> None:
         for counter_id in sorted(totals):  # ascending, like reservations: no deadlocks
             release, spent, byok_spent = totals[counter_id]
             sql.apply_totals(cursor, counter_id=counter_id, release=release, spent=spent, byok_spent=byok_spent)
+    keeper.settled(s.hold.reservation_id for s in settlements)
 
 
 async def spend_settle_many_async(settlements: list[Settlement]) -> None:
@@ -316,6 +352,7 @@ async def spend_settle_many_async(settlements: list[Settlement]) -> None:
         ],
         datetime.now(UTC),
     )
+    keeper.settled(s.hold.reservation_id for s in settlements)
 
 
 # Far longer than any retry of a settlement write (GATEWAY_ACCOUNTING_RETRY_SECONDS, then one by one).
@@ -328,20 +365,37 @@ def applied_settlements_prune(*, now: datetime) -> int:
     return deleted
 
 
+def renew_reservations(reservation_ids: list[uuid.UUID], expires_at: datetime) -> int:
+    """Push back the expiry of holds still in flight in this process (budgets/keeper.py); how many were renewed
+    (a hold reaped already stays reaped: its request's late settlement replaces the charge)."""
+    renewed = 0
+    for start in range(0, len(reservation_ids), 500):
+        renewed += SpendReservation.objects.filter(
+            id__in=reservation_ids[start : start + 500], reaped_at__isnull=True
+        ).update(expires_at=expires_at)
+    return renewed
+
+
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:
     """Charge the holds whose request never settled (its process died) as spent, at the hold amount (what the
-    provider may have billed, at most), and mark them reaped; returns how many were charged."""
+    provider may have billed, at most), mark them reaped, and give each request its Generation row (status
+    `interrupted`, cost the hold: budgets/recovery.py) in the same transaction; returns how many were charged."""
+    from budgets.recovery import record_interrupted
+
     expired = list(
         SpendReservation.objects.filter(expires_at__lte=now, reaped_at__isnull=True).values_list(
-            "id", "amount_units", "counter_ids"
+            "id", "amount_units", "counter_ids", "request_id", "record", "created_at"
         )[:batch]
     )
     reaped = 0
-    for reservation_id, amount, counter_ids in expired:
-        with sql.counter_transaction() as cursor:
+    for reservation_id, amount, counter_ids, request_id, record, created_at in expired:
+        with transaction.atomic(), sql.counter_transaction() as cursor:
             if sql.mark_reaped(cursor, reservation_id, now):
                 for counter_id in sorted(counter_ids):
                     sql.apply(cursor, counter_id=counter_id, release=amount, cost=amount, cost_column="spent_units")
+                record_interrupted(
+                    request_id=request_id, amount_units=amount, record=record, created_at=created_at, now=now
+                )
                 reaped += 1
     if reaped:
         logger.warning("charged %d expired hold(s) of requests that never settled at their hold amount", reaped)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from budgets import counters, settler
+from budgets import counters, keeper, settler
 from budgets.counters import (
     Hold,
     LimitExceeded,
@@ -23,9 +23,10 @@ from budgets.counters import (
     usd_to_units,
 )
 from budgets.estimate import request_prompt, worst_case_cost
+from budgets.recovery import hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
-from gateway_project.api.errors import GatewayError
+from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread, loop_client_usable
@@ -132,7 +133,10 @@ async def _release_when_reserved(task: asyncio.Future) -> None:
         return
     except Exception:  # failed: nothing is held
         return
-    await asyncio.shield(_settle(hold=hold, cost_units=0, is_byok=False))
+    try:
+        await asyncio.shield(_settle(hold=hold, cost_units=0, is_byok=False))
+    except DATABASE_UNAVAILABLE_ERRORS:  # written by the keeper once the database answers again
+        keeper.park(Settlement(hold=hold, cost_units=0, is_byok=False))
 
 
 class BudgetMiddleware:
@@ -157,7 +161,13 @@ class BudgetMiddleware:
         # the checks sent ahead before it (gateway_project.pipeline.admitted): its round trip overlaps the
         # preparation of the upstream call. A task, so that a client going away meanwhile cannot cut it short.
         task = asyncio.get_running_loop().create_task(
-            _reserve(limits=limits, amount_units=amount, now=ctx.created_at, request_id=ctx.request_id)
+            _reserve(
+                limits=limits,
+                amount_units=amount,
+                now=ctx.created_at,
+                request_id=ctx.request_id,
+                record=hold_record(ctx),  # in the hold's own statement: the row rebuilt if the process dies
+            )
         )
         earlier = ctx.admission
 

@@ -97,6 +97,12 @@ class SpendReservation(models.Model):
     reaped_at = models.DateTimeField(
         null=True, blank=True, help_text="When the hold was charged as spent because its request never settled"
     )
+    record = models.JSONField(
+        null=True,  # a hold of the previous release's function (migration 0006) has none
+        default=dict,
+        blank=True,
+        help_text="What the request's Generation row needs if its process dies: written by the hold's own statement",
+    )
 
     class Meta:
         ordering = ["expires_at"]

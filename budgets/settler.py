@@ -8,9 +8,9 @@ one UPDATE per counter; on PostgreSQL one call of the function of migration budg
 from the event loop like the holds (gateway_project/fast_pg.py). While the database is
 unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`; a batch that
 fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
-fails is logged, and its hold is released when it expires (`reservations_reap`), as it would be for a process
-that died. Every settlement is applied once: a write whose commit succeeded but whose answer was lost, written
-again by a retry or by the request-by-request fallback, skips it (its id, `budgets_appliedsettlement`).
+fails is logged and handed to the budget keeper (budgets/keeper.py), which writes it once the database
+answers again and keeps its hold renewed meanwhile; if the process dies first, the hold expires and is reaped.
+Every settlement is applied once: a write whose commit succeeded but whose answer was lost, written again by a retry or by the request-by-request fallback, skips it (its id, `budgets_appliedsettlement`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import logging
 
 from django.conf import settings
 
+from budgets import keeper
 from budgets.counters import Hold, Settlement, spend_settle, spend_settle_many, spend_settle_many_async
 from gateway_project.db_thread import in_db_thread, loop_client_usable
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
@@ -67,7 +68,11 @@ async def _write_one(settlement: Settlement) -> None:
 
 
 def _failed(settlement: Settlement) -> None:
-    logger.exception("settling reservation %s failed; it is released when it expires", settlement.hold.reservation_id)
+    logger.exception(
+        "settling reservation %s failed; the budget keeper writes it once the database answers again",
+        settlement.hold.reservation_id,
+    )
+    keeper.park(settlement)
 
 
 settler: GroupCommit[Settlement] = GroupCommit(

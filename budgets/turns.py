@@ -34,11 +34,14 @@ from django.utils import timezone
 
 from budgets import settler
 from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve, units_to_usd, usd_to_units
+from budgets.recovery import hold_record
 from gateway_project.db_thread import in_db_thread
 
 logger = logging.getLogger("gateway.budgets")
 OWNED_BY_TURNS = "budgets.turns_own_the_hold"  # ctx.extras: the turns settle the request's hold (not the middleware)
 SETTLED_BY_TURNS = "budgets.settled_by_turns_usd"  # ctx.extras: USD the turns were charged so far
+# ctx.extras: USD the provider reported above what the request was charged (its holds): the row's `reported_cost`.
+OVER_HOLD = "budgets.over_hold_usd"
 _LIMITS = "budgets.turn_limits"  # ctx.extras: the limits of the request (looked up once)
 _reserve = in_db_thread(spend_reserve)
 
@@ -81,7 +84,11 @@ async def hold_turn(ctx: Any, amount: Decimal) -> TurnHold:
 
         try:
             extra = await _reserve(
-                limits=await _limits(ctx), amount_units=units - covered, now=timezone.now(), request_id=ctx.request_id
+                limits=await _limits(ctx),
+                amount_units=units - covered,
+                now=timezone.now(),
+                request_id=ctx.request_id,
+                record=hold_record(ctx) if ctx.principal is not None else None,
             )
         except LimitExceeded as exc:
             if adopted:  # nothing sent: the request's hold goes back to BudgetMiddleware
@@ -106,6 +113,7 @@ async def settle_turn(ctx: Any, turn: TurnHold, cost: Decimal, *, is_byok: bool)
             turn.amount,
         )
         units = turn.amount_units
+        ctx.extras[OVER_HOLD] = ctx.extras.get(OVER_HOLD, Decimal(0)) + cost - turn.amount
     left = units
     settlements = []
     for hold in turn.holds:

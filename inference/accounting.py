@@ -25,9 +25,9 @@ from django.db.models.base import ModelState
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
-from budgets.turns import OWNED_BY_TURNS
+from budgets.turns import OVER_HOLD, OWNED_BY_TURNS
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
-from inference.models import Generation
+from inference.models import Generation, GenerationStatus
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.pricing import bound_cost, request_tier, usage_cost
 from inference.signals import generation_recorded, generation_recording, generations_recorded
@@ -91,10 +91,27 @@ def settled_usage(ctx: Context, candidate: Candidate, usage: Usage, output: list
     return estimated_usage(ctx, candidate, len(orjson.dumps(output)) if output else 0)
 
 
+def note_over_hold(ctx: Context, excess: Decimal) -> None:
+    """The provider reported usage costing `excess` more than the hold it was charged: the row keeps the
+    provider's figure in `reported_cost` (the answer's `usage.cost`, the row's `cost` and the counters say what
+    was charged, the hold)."""
+    ctx.extras[OVER_HOLD] = ctx.extras.get(OVER_HOLD, Decimal(0)) + excess
+    logger.warning("request %s: the provider reported $%s more than its hold; charged the hold", ctx.request_id, excess)
+
+
 def settled_cost(ctx: Context, candidate: Candidate | None, usage: Usage) -> Decimal:
-    """The cost recorded and charged: the price of the usage; an estimated one within the request's hold."""
+    """The cost recorded, charged and answered: the price of the usage, within the request's hold (a provider
+    reporting more than the hold is charged the hold, and the row says so: `note_over_hold`). Turns held one by
+    one (budgets/turns.py) cap their own costs at their holds."""
     cost = price(ctx, candidate, usage)
-    return within_hold(ctx, cost) if usage.estimated else cost
+    if usage.estimated:
+        return within_hold(ctx, cost)
+    if ctx.extras.get(OWNED_BY_TURNS):
+        return cost
+    charged = within_hold(ctx, cost)
+    if charged < cost:
+        note_over_hold(ctx, cost - charged)
+    return charged
 
 
 def charge_unanswered(ctx: Context, candidate: Candidate, is_byok: bool) -> None:
@@ -177,6 +194,7 @@ def build_generation(ctx: Context) -> Generation:
     body = ctx.body
     now = outcome.completed_at or datetime.now(UTC)
     cost = final_cost(ctx)
+    over_hold = ctx.extras.get(OVER_HOLD)
     stripped = ctx.extras.get(STRIP_FREE_FORM, False)
     session_id = (ctx.session_id or "")[:256]
     return unsaved_generation(
@@ -202,6 +220,7 @@ def build_generation(ctx: Context) -> Generation:
         cached_tokens=usage.cached_tokens,
         reasoning_tokens=usage.reasoning_tokens,
         cost=cost,
+        reported_cost=cost + over_hold if over_hold else None,
         usage_estimated=usage.estimated,
         cache_hit=outcome.cache_hit,
         is_byok=outcome.credential_is_byok,
@@ -253,6 +272,18 @@ _TEXT_TYPES = frozenset({"CharField", "TextField"})
 _insert_plans: dict[str, tuple[str, list]] = {}
 
 
+def _replacing_interrupted(conn, fields, table: str) -> str:
+    """The clause by which a request's own row replaces the `interrupted` row the reaper wrote for it (its process
+    lost the database for longer than the hold's TTL, then finished: budgets/recovery.py). The primary key is
+    checked on every insert anyway: no extra statement, no extra lookup."""
+    quote = conn.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = excluded.{quote(f.column)}" for f in fields if not f.primary_key)
+    return (
+        f" ON CONFLICT ({quote('id')}) DO UPDATE SET {assignments} "
+        f"WHERE {table}.{quote('status')} = '{GenerationStatus.INTERRUPTED.value}'"
+    )
+
+
 def _insert_plan(conn) -> tuple[str, list]:
     """The INSERT statement of Generation rows for this connection, and what to read from each row.
 
@@ -277,12 +308,14 @@ def _insert_plan(conn) -> tuple[str, list]:
                     values.append(f"(e->>{index})::{f.rel_db_type(conn) if f.is_relation else f.db_type(conn)}")
             sql = (
                 f"INSERT INTO {table} ({columns}) SELECT {', '.join(values)} "
-                "FROM jsonb_array_elements(%s::jsonb) AS a(e)"
+                f"FROM jsonb_array_elements(%s::jsonb) AS a(e){_replacing_interrupted(conn, fields, table)}"
             )
             plan = _insert_plans[conn.alias] = (sql, [f.attname for f in fields])
         else:
             placeholders = ", ".join(["%s"] * len(fields))
-            sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"
+            sql = (
+                f"INSERT INTO {table} ({columns}) VALUES ({placeholders}){_replacing_interrupted(conn, fields, table)}"
+            )
             preps = [(f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields]
             plan = _insert_plans[conn.alias] = (sql, preps)
     return plan

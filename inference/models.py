@@ -157,6 +157,7 @@ class GenerationStatus(models.TextChoices):
     INCOMPLETE = "incomplete", "Incomplete"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    INTERRUPTED = "interrupted", "Interrupted"  # its process died: rebuilt from its budget hold (budgets/recovery.py)
 
 
 class Generation(models.Model):
@@ -190,6 +191,13 @@ class Generation(models.Model):
     cost = models.DecimalField(max_digits=18, decimal_places=10, default=0)
     usage_estimated = models.BooleanField(
         default=False, help_text="The upstream reported no usage (or the request was cut): cost from the estimate"
+    )
+    reported_cost = models.DecimalField(
+        max_digits=24,
+        decimal_places=10,
+        null=True,
+        blank=True,
+        help_text="The provider's reported usage priced, when it exceeded the request's hold (`cost` is the hold)",
     )
     is_byok = models.BooleanField(default=False, verbose_name="is BYOK")
     cache_hit = models.BooleanField(

@@ -62,6 +62,18 @@ def _encryption_keys():
 
 
 @pytest.fixture(autouse=True)
+def _budget_keeper_by_hand():
+    """The in-process app's budget keeper (budgets/keeper.py) runs no thread in tests: a test calls `turn()` when it
+    means to renew, retry or reap, and no hold taken by an earlier test is renewed or retried in this one."""
+    from budgets import keeper
+
+    keeper.AUTOSTART = False
+    keeper._live.clear()
+    yield
+    keeper._live.clear()
+
+
+@pytest.fixture(autouse=True)
 def _forget_failed_authentications():
     """Every test client comes from 127.0.0.1: one test's unknown keys must not make the next one's 429."""
     from accounts.auth_throttle import failed_authentications

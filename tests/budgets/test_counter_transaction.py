@@ -59,7 +59,7 @@ def test_a_database_error_comes_out_as_djangos_and_leaves_nothing(monkeypatch):
     first = reserve("10", "10", "0")
     # The reservation INSERT fails after the counters were updated (its id is taken): on PostgreSQL inside the
     # one-statement hold, elsewhere after the UPDATEs of the same transaction.
-    monkeypatch.setattr(counter_sql, "uuid", SimpleNamespace(uuid4=lambda: first.reservation_id, UUID=uuid.UUID))
+    monkeypatch.setattr(counters, "uuid", SimpleNamespace(uuid4=lambda: first.reservation_id, UUID=uuid.UUID))
     with pytest.raises(IntegrityError):
         reserve("10", "10", "1")
     assert list(SpendCounter.objects.values_list("reserved_units", flat=True)) == [0, 0]
