@@ -10,7 +10,8 @@ unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETR
 fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
 fails is logged and handed to the budget keeper (budgets/keeper.py), which writes it once the database
 answers again and keeps its hold renewed meanwhile; if the process dies first, the hold expires and is reaped.
-Every settlement is applied once: a write whose commit succeeded but whose answer was lost, written again by a retry or by the request-by-request fallback, skips it (its id, `budgets_appliedsettlement`).
+Every settlement is applied once: a write whose commit succeeded but whose answer was lost, written again by a
+retry or by the request-by-request fallback, skips it (its id, `budgets_appliedsettlement`).
 """
 
 from __future__ import annotations

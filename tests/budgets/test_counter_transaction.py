@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
-from budgets import counter_sql, counters
+from budgets import counters
 from budgets.models import SpendCounter, SpendReservation
 from inference.pipeline.context import SpendLimit
 
