@@ -197,7 +197,7 @@ def test_holds_are_one_prepared_statement_of_the_loop_connection():
     assert all(refused is None for _, refused in held)
     row.refresh_from_db()
     assert row.reserved_units == 357  # each hold's own amount: the parameters are bound per execution
-    holds = {name: text for name, text in prepared.items() if "budgets_spend_hold_v2" in text}
+    holds = {name: text for name, text in prepared.items() if "budgets_spend_hold_v3" in text}
     assert len(holds) == 1 and next(iter(holds)).startswith("gateway_")
 
 
