@@ -23,7 +23,7 @@ from budgets.counters import (
     usd_to_units,
 )
 from budgets.estimate import request_prompt, worst_case_cost
-from budgets.recovery import hold_record
+from budgets.recovery import ROW_NOT_WRITTEN, hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
@@ -195,6 +195,12 @@ class BudgetMiddleware:
     async def _settle(self, ctx: Context, hold: Hold) -> None:
         if ctx.extras.get(OWNED_BY_TURNS):
             return  # per-turn holds took this hold over and settled every cost (budgets/turns.py)
+        if ctx.extras.get(ROW_NOT_WRITTEN):
+            # No row: the hold is not renewed any more, expires, and the reaper charges it with the row it rebuilds
+            # (budgets/recovery.py), so the counters and the rows agree.
+            keeper.settled([hold.reservation_id])
+            logger.warning("request %s has no row: its hold is left for the reaper to charge", ctx.request_id)
+            return
         outcome = ctx.outcome
         cost = final_cost(ctx)  # the figure the Generation row records (at most the hold)
         cost -= ctx.extras.get(SETTLED_BY_TURNS, 0)

@@ -7,6 +7,8 @@ format, whether it streamed). When `counters.reservations_reap` charges an expir
 `usage_estimated` true, so the counters and the rows agree. A request with several holds (per-turn holds) gets
 one row, its cost the sum of its reaped holds. A request that did write its row (its process died, or lost the
 database, between the row and the settlement) keeps that row; reconciliation counts the reaped hold for it.
+A request whose own row could not be written (the database unreachable for longer than
+`GATEWAY_ACCOUNTING_RETRY_SECONDS`) leaves its hold unsettled on purpose: it is reaped the same way.
 If the request was alive after all (its process lost the database for longer than the TTL) and settles later,
 its own row replaces the interrupted one (inference/accounting.py `insert_generations`) and its settlement
 replaces the reaped charge by its cost.
@@ -22,6 +24,9 @@ from decimal import Decimal
 from django.db.models import F
 
 logger = logging.getLogger("gateway.budgets")
+# ctx.extras: accounting gave up writing the request's row (inference/recorder.py): its hold is left to the reaper,
+# which charges it and writes the row `interrupted` (the hold is all that is known to be safe to charge).
+ROW_NOT_WRITTEN = "budgets.row_not_written"
 
 
 def hold_record(ctx) -> dict:

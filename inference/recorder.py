@@ -12,7 +12,8 @@ restart keeps its row. A batch that fails otherwise is retried row by row, so on
 others; a row that still fails for its content (a value the database refuses, which the request validation
 should have stopped) is written once more without its free-form fields (`trace`, `metadata`, NUL characters
 in `session_id`), so its usage and cost are kept; a row that cannot be written even so is logged with its
-request id and counted in `writer.failed` (logged with every loss). The queue itself is
+request id and counted in `writer.failed` (logged with every loss); a request that holds a budget then
+leaves its hold unsettled, so that the reaper writes its row from the hold (budgets/recovery.py). The queue itself is
 gateway_project/group_commit.py.
 """
 
@@ -23,6 +24,7 @@ import logging
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from budgets.recovery import ROW_NOT_WRITTEN
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 from gateway_project.db_thread import DatabaseThread, in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
@@ -75,6 +77,7 @@ async def _write_one(ctx: Context) -> None:
 
 
 def _failed(ctx: Context) -> None:
+    ctx.extras[ROW_NOT_WRITTEN] = True  # a request with a budget hold gets its row from the hold (budgets/recovery.py)
     logger.exception("could not record generation %s (%d rows lost since start)", ctx.request_id, writer.failed)
 
 
