@@ -169,8 +169,17 @@ async def _run(ctx: Any, plugin: dict[str, Any], state: Any) -> Decimal:
     return Decimal(0)
 
 
+def _prompt_growth(ctx: Any, plugin: dict[str, Any]) -> int:
+    """The most UTF-8 bytes the panel's answers can add to the synthesizing prompt (4 per character, at most
+    `max_chars` characters of each answer, the instruction and each answer's heading): the synthesizing turn is
+    held on a prompt grown by this before any panel call goes upstream."""
+    limit = plugin.get("max_chars") or DEFAULT_MAX_CHARS
+    headings = sum(len(f"\n\n### Answer {n} ({slug})\n".encode()) for n, slug in enumerate(plugin["analysis_models"]))
+    return len(INSTRUCTION.encode()) + 64 + headings + 4 * limit * len(plugin["analysis_models"])
+
+
 def _public(call: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in call.items() if k not in ("text", "usage", "cost_decimal")}
 
 
-register(Plugin(id="fusion", check=_check, run=_run))
+register(Plugin(id="fusion", check=_check, run=_run, prompt_growth=_prompt_growth))

@@ -48,6 +48,9 @@ class Plugin:
     shape_last: bool = False  # shapes after the others (context-compression measures what they produced)
     # (ctx, plugin object, loop state) after the last turn, before a JSON answer is sent (never for a stream)
     finish: Callable[[Any, dict[str, Any], Any], Awaitable[None]] | None = None
+    # (ctx, plugin object) -> the most UTF-8 bytes `run` can add to the first turn's prompt, when it calls
+    # upstream itself: the first model turn is then held on a prompt grown by it before the plugin runs
+    prompt_growth: Callable[[Any, dict[str, Any]], int] = lambda ctx, plugin: 0
     chooses_model: bool = False  # a router: it runs in routing (inference/routers), not in the server-tool loop
 
 

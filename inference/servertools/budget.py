@@ -53,6 +53,17 @@ class LoopBudget:
         self.current = await hold_turn(self.ctx, self.worst_case(body))
         self.is_model_turn = True
 
+    async def adopt_model_turn(self, held: LoopBudget, body: dict[str, Any]) -> None:
+        """Take over the model turn `held` held in advance (on a prompt grown by what plugins could add) when it
+        covers this body's worst case; else release it and hold this body (402 when a limit is full)."""
+        turn, held.current = held.current, None
+        if turn is not None and turn.amount >= self.worst_case(body):
+            self.current, self.is_model_turn = turn, True
+            return
+        if turn is not None:
+            await settle_turn(self.ctx, turn, Decimal(0), is_byok=False)
+        await self.hold_model_turn(body)
+
     async def hold_fees(self, amount: Decimal) -> None:
         """Hold the most that server-tool calls or plugins about to run can charge. The first hold of a request
         takes over the request's whole hold (budgets/turns.py), which can be more than `amount`: a failure is

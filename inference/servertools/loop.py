@@ -45,11 +45,14 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
     turns = StreamTurns(ctx, responder, state.sources) if ctx.stream else JsonTurns(ctx, responder)
     server_names = set(plan.server_tools)
     last: Turn | None = None
+    first = LoopBudget(ctx, candidates)  # the first model turn, held before plugins that call upstream run
     try:
+        await _hold_first_turn(ctx, plan, state, base, first)
         await _run_plugins(ctx, plan, state, budget)
         while True:
             body = turn_body(base, plan, state)
-            await budget.hold_model_turn(body)  # 402 before the turn goes upstream when a limit cannot take it
+            # 402 before the turn goes upstream when a limit cannot take it
+            await budget.adopt_model_turn(first, body)
             first_attempt = len(ctx.outcome.attempts)
             try:
                 last = await turns.turn(body, candidates, server_names)
@@ -79,7 +82,19 @@ async def run_loop(ctx: Context, responder: Any, candidates: list[Candidate], pl
         _stage(ctx, state)
         raise
     finally:
+        await first.close()
         await budget.close()
+
+
+async def _hold_first_turn(ctx: Context, plan: Plan, state: LoopState, base: dict[str, Any], first: LoopBudget) -> None:
+    """When plugins call upstream before the first turn (the `fusion` panel), hold that turn first, on its prompt
+    grown by the most they can add: a request the budgets cannot take whole is refused (402) before any call."""
+    growth = sum(plugin.prompt_growth(ctx, obj) for plugin, obj in plan.plugins)
+    if growth <= 0:
+        return
+    body = turn_body(base, plan, state)
+    body["input"] = [*body["input"], {"role": "system", "content": "x" * growth}]
+    await first.hold_model_turn(body)
 
 
 async def _run_plugins(ctx: Context, plan: Plan, state: LoopState, budget: LoopBudget) -> None:
