@@ -50,6 +50,15 @@ class GenerationSerializer(serializers.Serializer):
     total_cost = serializers.DecimalField(
         source="cost", max_digits=18, decimal_places=10, coerce_to_string=False, help_text="USD"
     )
+    provider_reported_cost = serializers.DecimalField(
+        source="reported_cost",
+        max_digits=24,
+        decimal_places=10,
+        coerce_to_string=False,
+        allow_null=True,
+        help_text="USD: what the provider's reported usage costs, when it exceeded the request's hold (null otherwise; "
+        "`total_cost` is what was charged, the hold)",
+    )
     latency_ms = serializers.IntegerField(allow_null=True, help_text="Arrival to the last byte of the answer")
     time_to_first_token_ms = serializers.IntegerField(source="ttft_ms", allow_null=True)
     tool_calls = serializers.IntegerField()
