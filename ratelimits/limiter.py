@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 from django.conf import settings
 from redis.exceptions import NoScriptError
 
+from gateway_project.api.errors import GatewayError
 from gateway_project.db_thread import in_db_thread
 from gateway_project.group_commit import GroupCommit
 from ratelimits import db_store, redis_store
@@ -100,6 +102,33 @@ async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decisi
         else:
             _note_room(limits, decision)
             return decision
+    if settings.GATEWAY_RATE_LIMIT_REDIS_URL:  # configured, but this process cannot reach it now
+        return await without_redis(limits, request_id, tokens)
+    return await asyncio.shield(_db_check(limits, request_id, tokens))
+
+
+# What a process that cannot reach the rate-limit Redis does (GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE; docs/rate-limits.md,
+# "When Redis fails"): other processes may still count in Redis, and the two stores keep separate windows.
+ON_REDIS_FAILURE = ("database", "fail_closed", "fail_open")
+# A decision of `fail_open`: admitted without being counted anywhere (nothing to settle).
+UNCOUNTED = "none"
+
+
+async def without_redis(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
+    """`database`: counted in the database's window (a split deployment admits up to the limit in each store);
+    `fail_closed`: 503 with Retry-After (the limit holds across the split; nothing is served without Redis);
+    `fail_open`: admitted uncounted (nothing is refused by rate limits while Redis is unreachable)."""
+    mode = settings.GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE
+    if mode == "fail_closed":
+        retry = max(1, math.ceil(settings.GATEWAY_RATE_LIMIT_REDIS_RETRY_MS / 1000))
+        raise GatewayError(
+            503,
+            "Service temporarily unavailable: the rate limits cannot be checked (their Redis cannot be reached), "
+            "retry shortly",
+            headers={"Retry-After": str(retry)},
+        )
+    if mode == "fail_open":
+        return Decision(admitted=True, states=[], tokens=tokens, store=UNCOUNTED)
     return await asyncio.shield(_db_check(limits, request_id, tokens))
 
 
@@ -145,7 +174,7 @@ class PendingDecision:
                 decision = await redis_store.finish_check(sent)
             except _REDIS_ERRORS as error:
                 redis_health.failed(error)
-                decision = await asyncio.shield(_db_check(sent.limits, self.request_id, sent.tokens))
+                decision = await without_redis(sent.limits, self.request_id, sent.tokens)
             else:
                 _note_room(sent.limits, decision)
             self.decision = decision
@@ -176,6 +205,8 @@ def start(limits: list[RateLimit], request_id: str, tokens: int) -> PendingDecis
 async def settle(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> None:
     """Replace the request's held tokens by its actual usage, in the store that admitted it (errors are logged)."""
     try:
+        if decision.store == UNCOUNTED:
+            return
         if decision.store == "redis":
             await redis_store.settle(limits, request_id, tokens, decision)
         else:
@@ -210,6 +241,8 @@ def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, to
     was admitted from a lease of this process whose time is not up (ratelimits/redis_leases.py), else carried by
     this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
     the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
+    if decision.store == UNCOUNTED:
+        return None
     if decision.store == "redis":
         if tokens == decision.tokens or redis_store.settle_in_lease(tokens, decision):
             return None
