@@ -34,12 +34,12 @@ def hold_record(ctx) -> dict:
     principal = ctx.principal
     candidates = ctx.candidates or ()
     first = candidates[0] if candidates else None
-    return {
-        "org": str(principal.organization_id),
-        "ws": str(principal.workspace_id) if principal.workspace_id else None,
-        "key": str(principal.key_id) if principal.key_id else None,
+    return {  # UUIDs as they are: orjson writes them (counter_sql.record_json)
+        "org": principal.organization_id,
+        "ws": principal.workspace_id,
+        "key": principal.key_id,
         "kh": principal.key_hash,
-        "user": str(principal.user_id) if principal.user_id else None,
+        "user": principal.user_id,
         "model": str(ctx.body.get("model") or "")[:200],
         "served": first.model_slug if first else "",
         "fmt": ctx.ingress_format,

@@ -275,7 +275,7 @@ GATEWAY_RESPONSE_CACHE_MAX_ENTRIES = env.int("GATEWAY_RESPONSE_CACHE_MAX_ENTRIES
 # Budgets: a request's spend hold is released after this many seconds if its process died before settling
 # it (longer than any request may run). Output tokens assumed when neither the request nor the endpoint
 # caps them and the model's context length is unknown.
-GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=900)
+GATEWAY_BUDGET_RESERVATION_TTL = env.int("GATEWAY_BUDGET_RESERVATION_TTL", default=60)
 GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS = env.int("GATEWAY_BUDGET_DEFAULT_OUTPUT_TOKENS", default=16384)
 # Settlements of requests finishing within this many milliseconds are written in one transaction (0: no
 # waiting). A released hold keeps counting against its limits until then (docs/budgets.md).
