@@ -162,14 +162,6 @@ class _Refused(Exception):
         self.limit = limit
 
 
-def _unknown_outcome(reservation_id: uuid.UUID, counter_ids, amount: int) -> None:
-    """The database did not answer a hold in time: it may still commit it. Its release is written by the keeper
-    once the database answers again (nothing released if the hold never landed), so a request refused with 503
-    keeps no hold."""
-    hold = Hold(reservation_id=reservation_id, counter_ids=tuple(counter_ids), amount_units=amount)
-    keeper.park(Settlement(hold=hold, cost_units=0, is_byok=False))
-
-
 def _reserve_once(
     checks: list[tuple[int, SpendLimit]], amount: int, now: datetime, request_id: str, record: dict | None
 ) -> Hold:
@@ -191,7 +183,7 @@ def _reserve_once(
             reservation_id=reservation_id,
         )
     except DATABASE_UNAVAILABLE_ERRORS:
-        _unknown_outcome(reservation_id, counter_ids, amount)
+        keeper.unknown_outcome(Settlement(hold=Hold(reservation_id, counter_ids, amount), cost_units=0, is_byok=False))
         raise
     if refused is not None:
         raise _Refused(*checks[refused])
@@ -281,7 +273,9 @@ async def spend_reserve_async(
             reservation_id=reservation_id,
         )
     except DATABASE_UNAVAILABLE_ERRORS:
-        _unknown_outcome(reservation_id, counter_ids, amount_units)
+        keeper.unknown_outcome(
+            Settlement(hold=Hold(reservation_id, counter_ids, amount_units), cost_units=0, is_byok=False)
+        )
         raise
     if refused is not None:
         return await on_thread(**kwargs)
@@ -363,17 +357,6 @@ def applied_settlements_prune(*, now: datetime) -> int:
     """Forget the applied settlements older than an hour (nothing retries them any more); how many rows went."""
     deleted, _ = AppliedSettlement.objects.filter(created_at__lt=now - APPLIED_SETTLEMENTS_KEPT).delete()
     return deleted
-
-
-def renew_reservations(reservation_ids: list[uuid.UUID], expires_at: datetime) -> int:
-    """Push back the expiry of holds still in flight in this process (budgets/keeper.py); how many were renewed
-    (a hold reaped already stays reaped: its request's late settlement replaces the charge)."""
-    renewed = 0
-    for start in range(0, len(reservation_ids), 500):
-        renewed += SpendReservation.objects.filter(
-            id__in=reservation_ids[start : start + 500], reaped_at__isnull=True
-        ).update(expires_at=expires_at)
-    return renewed
 
 
 def reservations_reap(*, now: datetime, batch: int = 500) -> int:

@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from budgets.models import SpendReservation
+
 logger = logging.getLogger("gateway.budgets")
 
 # reservation id -> None (the request is in flight: renew its hold) or the Settlement still to write.
@@ -61,6 +63,13 @@ def park(settlement) -> None:
         _start()
 
 
+def unknown_outcome(release) -> None:
+    """The database did not answer a hold in time: it may still commit it. Its release (`release`, a Settlement at
+    $0) is written on the keeper's next turns once the database answers again (nothing is released if the hold
+    never landed), so a request answered 503 that reached no provider keeps no hold."""
+    park(release)
+
+
 def parked() -> list:
     return [value for value in list(_live.values()) if value is not None]
 
@@ -71,7 +80,7 @@ def interval_seconds() -> float:
 
 def turn(now: datetime | None = None) -> None:
     """One turn: write the parked settlements, renew the holds of this process, reap expired ones."""
-    from budgets.counters import renew_reservations, reservations_reap, spend_settle_many
+    from budgets.counters import reservations_reap, spend_settle_many
 
     now = now or datetime.now(UTC)
     waiting = parked()
@@ -85,6 +94,17 @@ def turn(now: datetime | None = None) -> None:
         renew_reservations(renewing, now + timedelta(seconds=settings.GATEWAY_BUDGET_RESERVATION_TTL))
     while reservations_reap(now=now):
         pass
+
+
+def renew_reservations(reservation_ids: list[uuid.UUID], expires_at: datetime) -> int:
+    """Push back the expiry of holds still in flight in this process (budgets/keeper.py); how many were renewed
+    (a hold reaped already stays reaped: its request's late settlement replaces the charge)."""
+    renewed = 0
+    for start in range(0, len(reservation_ids), 500):
+        renewed += SpendReservation.objects.filter(
+            id__in=reservation_ids[start : start + 500], reaped_at__isnull=True
+        ).update(expires_at=expires_at)
+    return renewed
 
 
 def _run() -> None:
