@@ -49,13 +49,19 @@ def test_a_503_whose_hold_committed_unseen_releases_it(http, gateway_server, org
     assert http.post("/responses", json=BODY).status_code == 200  # warm: the loop's connection is open
     wait_idle()
     spent = key_counter(org).spent_units
-    black_hole.reply_delay = 2.5  # the statements arrive and run; their answers come after the deadline
-    statuses = [http.post("/responses", json=BODY).status_code for _ in range(3)]
-    assert statuses == [503] * 3
-    black_hole.reply_delay = 0
-    time.sleep(3)  # the delayed answers went out: whatever the database committed is there
-    kept = SpendReservation.objects.filter(reaped_at__isnull=True).count()
-    assert kept >= 1 and key_counter(org).reserved_units > 0  # the first hold committed, unseen by the gateway
+    kept = 0
+    for _ in range(4):  # a read of the gateway's (a policy recheck) may time out first: then no hold was sent
+        black_hole.reply_delay = 2.5  # the statements arrive and run; their answers come after the deadline
+        assert http.post("/responses", json=BODY).status_code == 503
+        black_hole.reply_delay = 0
+        time.sleep(3)  # the delayed answers went out: whatever the database committed is there
+        kept = SpendReservation.objects.filter(reaped_at__isnull=True).count()
+        if kept:
+            break
+        assert http.post("/responses", json=BODY).status_code == 200  # the loop's connection open again
+        wait_idle()
+        spent = key_counter(org).spent_units
+    assert kept >= 1 and key_counter(org).reserved_units > 0  # a hold committed, unseen by the gateway
 
     keeper.turn()  # the keeper's next turn, the database answering again
 
@@ -66,7 +72,7 @@ def test_a_503_whose_hold_committed_unseen_releases_it(http, gateway_server, org
     out = StringIO()
     call_command("budgets_reap", stdout=out)
     assert "charged 0 expired" in out.getvalue()
-    assert Generation.objects.count() == 1  # the warm request's; the 503s reached no provider: no row
+    assert not Generation.objects.exclude(status="completed").exists()  # the 503s reached no provider: no row
     assert http.post("/responses", json=BODY).status_code == 200
 
 
