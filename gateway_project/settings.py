@@ -242,10 +242,6 @@ GATEWAY_INFERENCE_MIDDLEWARE = env.list(
 GATEWAY_RATE_LIMIT_REDIS_URL = env.str("GATEWAY_RATE_LIMIT_REDIS_URL", default=REDIS_URL)
 GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS", default=500)
 GATEWAY_RATE_LIMIT_REDIS_RETRY_MS = env.int("GATEWAY_RATE_LIMIT_REDIS_RETRY_MS", default=1000)
-# A process that cannot reach the rate-limit Redis: database | fail_closed | fail_open (docs/rate-limits.md)
-GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE = env.str("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE", default="database")
-if GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE not in ("database", "fail_closed", "fail_open"):
-    raise ImproperlyConfigured("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE must be database, fail_closed or fail_open")
 # How long a lease admits a busy key's requests in one process without asking Redis (ratelimits/redis_leases.py);
 # 0 turns leases off (every request checked in Redis, as versions without leases do: use 0 while upgrading from one).
 GATEWAY_RATE_LIMIT_LEASE_MS = env.str("GATEWAY_RATE_LIMIT_LEASE_MS", default="50").strip()

@@ -1,7 +1,9 @@
-"""Request-size and fan-out limits of the data plane and the audit log's retention, read from the environment
-(part of the settings module; every variable is listed, with its default, in `.env.example` and the README)."""
+"""Request-size and fan-out limits of the data plane, what rate limits do without their Redis, and the audit log's
+retention, read from the environment (part of the settings module; every variable is listed, with its default, in
+`.env.example` and the README)."""
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 _env = environ.Env()
 
@@ -19,3 +21,8 @@ GATEWAY_WEB_FETCH_CONCURRENCY = _env.int("GATEWAY_WEB_FETCH_CONCURRENCY", defaul
 GATEWAY_AUDIT_RETENTION_DAYS = _env.float("GATEWAY_AUDIT_RETENTION_DAYS", default=365.0)
 
 __all__ = [name for name in dir() if name.startswith("GATEWAY_")]
+# What a process that cannot reach the rate-limit Redis admits (docs/rate-limits.md, "When Redis fails"): database
+# (its own window there), fail_closed (503 for rate-limited keys), fail_open (admitted uncounted).
+GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE = _env.str("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE", default="database")
+if GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE not in ("database", "fail_closed", "fail_open"):
+    raise ImproperlyConfigured("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE must be database, fail_closed or fail_open")
