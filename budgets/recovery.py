@@ -44,6 +44,7 @@ def hold_record(ctx) -> dict:
         "served": first.model_slug if first else "",
         "fmt": ctx.ingress_format,
         "stream": ctx.stream,
+        "region": ctx.region,
     }
 
 
@@ -116,6 +117,9 @@ def record_interrupted(
         completed_at=now,
         category=None,
         language_type=None,
+        data_region=record.get("region") or "",
+        http_referer="",  # not carried by the hold (kept small): the rebuilt row has no client headers
+        user_agent="",
     )
     Generation.objects.bulk_create([row])
     generations_recorded.send(sender=Generation, generations=[row])  # the usage rollups
