@@ -20,9 +20,10 @@ GATEWAY_WEB_FETCH_CONCURRENCY = _env.int("GATEWAY_WEB_FETCH_CONCURRENCY", defaul
 # writer (hourly) delete older ones.
 GATEWAY_AUDIT_RETENTION_DAYS = _env.float("GATEWAY_AUDIT_RETENTION_DAYS", default=365.0)
 
-__all__ = [name for name in dir() if name.startswith("GATEWAY_")]
 # What a process that cannot reach the rate-limit Redis admits (docs/rate-limits.md, "When Redis fails"): database
 # (its own window there), fail_closed (503 for rate-limited keys), fail_open (admitted uncounted).
 GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE = _env.str("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE", default="database")
 if GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE not in ("database", "fail_closed", "fail_open"):
     raise ImproperlyConfigured("GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE must be database, fail_closed or fail_open")
+
+__all__ = [name for name in dir() if name.startswith("GATEWAY_")]

@@ -62,7 +62,7 @@ def statuses_of(http, count: int) -> list:
 
 
 def test_database_counts_in_its_own_window(split, http, settings):
-    settings.GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE = "database"
+    assert settings.GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE == "database"  # the default
     got = statuses_of(http, 15)
     assert got == [(200, False)] * LIMIT + [(429, True)] * 5  # the limit again, in the database's window
 
