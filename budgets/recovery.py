@@ -48,6 +48,15 @@ def hold_record(ctx) -> dict:
     }
 
 
+def replacing_interrupted(conn, fields, table: str) -> str:
+    """The clause by which a request's own row replaces the `interrupted` row the reaper wrote for it (its process
+    lost the database for longer than the hold's TTL, then finished), for inference/accounting.py's insert. The
+    primary key is checked on every insert anyway: no extra statement, no extra lookup."""
+    quote = conn.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = excluded.{quote(f.column)}" for f in fields if not f.primary_key)
+    return f" ON CONFLICT ({quote('id')}) DO UPDATE SET {assignments} WHERE {table}.{quote('status')} = 'interrupted'"
+
+
 def _request_uuid(request_id: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(request_id)

@@ -25,9 +25,10 @@ from django.db.models.base import ModelState
 
 from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
+from budgets.recovery import replacing_interrupted
 from budgets.turns import OVER_HOLD, OWNED_BY_TURNS
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
-from inference.models import Generation, GenerationStatus
+from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.pricing import bound_cost, request_tier, usage_cost
 from inference.signals import generation_recorded, generation_recording, generations_recorded
@@ -272,18 +273,6 @@ _TEXT_TYPES = frozenset({"CharField", "TextField"})
 _insert_plans: dict[str, tuple[str, list]] = {}
 
 
-def _replacing_interrupted(conn, fields, table: str) -> str:
-    """The clause by which a request's own row replaces the `interrupted` row the reaper wrote for it (its process
-    lost the database for longer than the hold's TTL, then finished: budgets/recovery.py). The primary key is
-    checked on every insert anyway: no extra statement, no extra lookup."""
-    quote = conn.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = excluded.{quote(f.column)}" for f in fields if not f.primary_key)
-    return (
-        f" ON CONFLICT ({quote('id')}) DO UPDATE SET {assignments} "
-        f"WHERE {table}.{quote('status')} = '{GenerationStatus.INTERRUPTED.value}'"
-    )
-
-
 def _insert_plan(conn) -> tuple[str, list]:
     """The INSERT statement of Generation rows for this connection, and what to read from each row.
 
@@ -308,14 +297,12 @@ def _insert_plan(conn) -> tuple[str, list]:
                     values.append(f"(e->>{index})::{f.rel_db_type(conn) if f.is_relation else f.db_type(conn)}")
             sql = (
                 f"INSERT INTO {table} ({columns}) SELECT {', '.join(values)} "
-                f"FROM jsonb_array_elements(%s::jsonb) AS a(e){_replacing_interrupted(conn, fields, table)}"
+                f"FROM jsonb_array_elements(%s::jsonb) AS a(e){replacing_interrupted(conn, fields, table)}"
             )
             plan = _insert_plans[conn.alias] = (sql, [f.attname for f in fields])
         else:
             placeholders = ", ".join(["%s"] * len(fields))
-            sql = (
-                f"INSERT INTO {table} ({columns}) VALUES ({placeholders}){_replacing_interrupted(conn, fields, table)}"
-            )
+            sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders}){replacing_interrupted(conn, fields, table)}"
             preps = [(f.attname, None if f.get_internal_type() in _PLAIN_TYPES else f.get_db_prep_save) for f in fields]
             plan = _insert_plans[conn.alias] = (sql, preps)
     return plan
