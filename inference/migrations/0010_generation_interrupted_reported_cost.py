@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inference', '0008_generation_request_origin'),
+        ('inference', '0009_generation_client_metadata'),
     ]
 
     operations = [
