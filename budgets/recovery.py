@@ -129,6 +129,7 @@ def record_interrupted(
         data_region=record.get("region") or "",
         http_referer="",  # not carried by the hold (kept small): the rebuilt row has no client headers
         user_agent="",
+        client_metadata={},
     )
     Generation.objects.bulk_create([row])
     generations_recorded.send(sender=Generation, generations=[row])  # the usage rollups
