@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from inference.ingress.common import LoopAnswer, LoopStreamState, loop_json, loop_usage, reasoning_text
+from inference.ingress.context_edits import answer_member
 from inference.ingress.messages_response import MessagesStream, _shell, tool_input, usage_object
 from inference.pipeline.context import Context, Usage
 from inference.providers.base import CanonicalResult, TextDelta
@@ -134,6 +135,9 @@ def loop_message_json(ctx: Context, answer: LoopAnswer) -> bytes:
     payload["content"] = [block for item in answer.output for block in _blocks(item)]
     calls = sum(1 for item in answer.output if item.get("type") == "function_call")
     payload["stop_reason"] = _stop_reason(answer.result, calls)
+    management = answer_member(ctx, answer.result)  # the edits of the last turn, as a one-call answer reports them
+    if management is not None:
+        payload["context_management"] = management
     return loop_json(ctx, payload, answer, usage_object)
 
 
@@ -179,8 +183,10 @@ class MessagesLoopStream(LoopStreamState, MessagesStream):
         self._close_open()
         self.record_output("".join(self.text_parts))
         delta = {"stop_reason": _stop_reason(last, self.calls), "stop_sequence": None}
-        self.emit(
-            "message_delta", {"delta": delta, "usage": loop_usage(usage_object, usage, cost, self.is_byok, self.kinds)}
-        )
+        event = {"delta": delta, "usage": loop_usage(usage_object, usage, cost, self.is_byok, self.kinds)}
+        management = answer_member(self.ctx, last)
+        if management is not None:
+            event["context_management"] = management
+        self.emit("message_delta", event)
         self.emit("message_stop", {})
         await self._flush(more=False)

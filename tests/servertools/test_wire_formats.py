@@ -323,3 +323,31 @@ def test_messages_max_uses_bounds_the_loop(claude, agent_catalog, searxng):
         fetch = {"type": "web_fetch_20250910", "name": "web_fetch"}
         claude.messages.create(model=MODEL, max_tokens=64, messages=ASK, tools=[tools[0], fetch])
     assert raised.value.body["error"]["metadata"]["field"] == "tools[0].max_uses"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_messages_loop_answer_reports_the_context_edits_it_applied(claude, agent_catalog, searxng, stream):
+    """A server-tool loop on a provider without context management: the gateway applies the edits to every turn
+    and the answer's `context_management.applied_edits` says what the last turn's request had cleared."""
+    from inference.ingress.context_edits import PLACEHOLDER
+    from tests.inference.test_context_edits import MANAGEMENT, _history
+    from tests.inference.test_messages import TOOL
+
+    agent_catalog.script = list(SEARCH)
+    kwargs = {"model": MODEL, "max_tokens": 256, "messages": _history(3), "tools": [TOOL, NATIVE_SEARCH]}
+    kwargs |= {"context_management": MANAGEMENT, "betas": ["context-management-2025-06-27"]}
+    if stream:
+        with claude.beta.messages.stream(**kwargs) as events:
+            deltas = [e.model_dump() for e in events if e.type == "message_delta"]
+            message = events.get_final_message()
+        assert deltas[-1]["context_management"]["applied_edits"][0]["type"] == "clear_tool_uses_20250919"
+    else:
+        message = claude.beta.messages.create(**kwargs)
+    assert [b.type for b in message.content] == ["server_tool_use", "web_search_tool_result", "text"]
+    first, last = agent_catalog.requests
+    for sent in (first, last):
+        outputs = [i["output"] for i in sent.body["input"] if i["type"] == "function_call_output"]
+        assert outputs[:2] == [PLACEHOLDER] * 2 and "context_management" not in sent.body
+    cleared = [i for i in last.body["input"] if i["type"] == "function_call_output" and i["output"] == PLACEHOLDER]
+    [applied] = message.context_management.applied_edits
+    assert applied.type == "clear_tool_uses_20250919" and applied.cleared_tool_uses == len(cleared) >= 2
