@@ -4,9 +4,8 @@ from django.urls import re_path
 
 from inference.consumers import chat_consumer, messages_consumer, responses_consumer
 from inference.embeddings.consumer import embeddings_consumer
-from inference.input_tokens import input_tokens_consumer
 from inference.responses_ws import responses_websocket
-from inference.token_count import count_tokens_consumer
+from inference.token_count import count_tokens_consumer, input_tokens_consumer
 
 http_routes: list = [
     re_path(r"^api/v1/responses/?$", responses_consumer),

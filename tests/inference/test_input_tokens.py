@@ -1,6 +1,6 @@
 """POST /api/v1/responses/input_tokens (the openai SDK's `responses.input_tokens.count`): exact from an
-openai-responses provider, the gateway's estimate for other formats; key auth and guardrails apply; never charged,
-no Generation row."""
+openai-responses or anthropic-messages provider, the gateway's estimate for other formats; key auth and guardrails
+apply; never charged, no Generation row."""
 
 from __future__ import annotations
 
@@ -32,7 +32,18 @@ def test_exact_count_from_a_responses_provider(agent_sdk, agent_catalog):  # noq
     assert Generation.objects.count() == 0
 
 
-@pytest.mark.parametrize("model", ["fakechat/agent", "fakeclaude/agent"])
+def test_exact_count_from_an_anthropic_provider(agent_sdk, agent_catalog):  # noqa: F811
+    answer = count(agent_sdk, model="fakeclaude/agent", input=INPUT, instructions="Be brief.", max_output_tokens=99)
+    sent = agent_catalog.requests[-1]
+    assert sent.path == "/v1/messages/count_tokens" and sent.auth == "sk-fake-agent"
+    assert sent.body["model"] == "up-claude" and sent.body["system"] == "Be brief."
+    assert sent.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": INPUT[0]["content"]}]}]
+    assert "max_tokens" not in sent.body and "stream" not in sent.body
+    assert answer == {"object": "response.input_tokens", **count_answer(sent.path, sent.raw)}
+    assert Generation.objects.count() == 0
+
+
+@pytest.mark.parametrize("model", ["fakechat/agent"])
 def test_estimate_for_other_formats(agent, agent_catalog, model):  # noqa: F811
     short = agent.post("/responses/input_tokens", json={"model": model, "input": "hi"})
     long = agent.post("/responses/input_tokens", json={"model": model, "input": "hi " * 400})
