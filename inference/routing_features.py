@@ -7,6 +7,8 @@
   of content parts are kept).
 - `prompt` (a stored prompt): `openai-responses` endpoints (the provider stores the prompt).
 - members the gateway does not know (inference.unknown_members): endpoints speaking the request's own format.
+- `top_logprobs`, `temperature` above 1, `reasoning` (Anthropic's thinking limits), `service_tier`, `text.verbosity`,
+  `reasoning.summary`: inference.routing_members.
 
 Candidates that cannot honour a field the request uses are left out. When no candidate is left the request is
 a 400 naming the field and saying why (never a silent drop). `modalities: ["text"]` (or none) asks for
@@ -21,6 +23,7 @@ from typing import Any
 
 from gateway_project.api.errors import validation_error
 from inference.pipeline.context import Candidate
+from inference.routing_members import member_checks
 from inference.unknown_members import FORWARDED, routing_check
 
 IMAGE_OUTPUT_FORMATS = frozenset({"openai-chat"})
@@ -55,4 +58,5 @@ def feature_checks(
     if body.get("prompt") is not None:
         reason = "stored prompts are only passed to providers that store prompts (openai-responses)"
         checks.append(("prompt", reason, lambda c: c.api_format == "openai-responses"))
+    checks.extend(member_checks(body))
     return checks

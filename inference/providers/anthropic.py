@@ -4,10 +4,13 @@ Request (`build_body`, pure): `instructions` and system/developer messages → `
 content blocks (text; input_image → image block from a data URL, an https URL or a file id; input_file →
 document block), consecutive messages of one role merged; `function_call` items → assistant `tool_use`
 blocks, `function_call_output` → user `tool_result` blocks; function tools → tools with `input_schema`;
-`tool_choice` (auto/none/required → auto/none/any, a function → tool; `parallel_tool_calls: false` →
+`tool_choice` (auto/none/required → auto/none/any, a function → tool, `allowed_tools` → only those tools sent
+and its mode; `parallel_tool_calls: false` →
 `disable_parallel_tool_use`); `max_tokens` (required) from `max_output_tokens` or
 GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with `reasoning.max_tokens` or a budget per effort (temperature,
-top_p and top_k are then left out, as Anthropic requires); `temperature` (capped at 1), `top_p`, `top_k`;
+top_p and top_k are then left out, as Anthropic requires; a cap of 1024 or less, or a forced tool, is refused: no
+thinking is possible); `temperature` (0..1; above is refused, never clamped), `top_p`, `top_k`;
+`item_reference` input items are refused (the gateway is stateless: nothing to reference);
 `text.format` json_schema → `output_format` with the structured-outputs beta header; content-part
 `cache_control` kept, a top-level `cache_control` marks the last block; `safety_identifier` (or `user`)
 → `metadata.user_id`; `stop` → `stop_sequences` (`seed` and `logit_bias` are refused as unsupported);
@@ -33,12 +36,13 @@ from inference.providers.anthropic_parse import MessagesStreamParser, parse_resp
 from inference.providers.base import ProviderError, ProviderErrorKind, UpstreamCall, UpstreamRequest
 from inference.providers.canonical import (
     IMAGE_OUTPUT,
+    ITEM_REFERENCE_HINT,
     TEXT_PART_TYPES,
     check_include,
     content_parts,
-    function_tools,
     input_items,
     item_type,
+    offered_tools,
     output_to_text,
     refuse_unforwarded,
     unsupported,
@@ -151,7 +155,9 @@ def build_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dic
             block = _thinking_block(item)
             if block is not None:
                 _append(messages, "assistant", [block])
-        elif kind != "item_reference":
+        elif kind == "item_reference":
+            raise unsupported("input item type 'item_reference'", ITEM_REFERENCE_HINT)
+        else:
             raise unsupported(f"input item type {kind!r}")
     return system, messages
 
@@ -169,7 +175,7 @@ def _thinking_block(item: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
-    tools = function_tools(body)
+    tools, choice = offered_tools(body)
     if not tools:
         return
     out["tools"] = [
@@ -178,7 +184,6 @@ def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
         | ({"cache_control": t["cache_control"]} if t.get("cache_control") else {})
         for t in tools
     ]
-    choice = body.get("tool_choice")
     mapped: dict[str, Any] | None = None
     if choice in ("auto", "none"):
         mapped = {"type": choice}
@@ -197,8 +202,8 @@ def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
     effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
     if not effort or effort == "none" or reasoning.get("enabled") is False:
         return None
-    if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):
-        return None  # Anthropic refuses extended thinking with a forced tool
+    if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):  # Anthropic refuses thinking with it
+        raise unsupported("reasoning with a forced tool", "use tool_choice auto or turn reasoning off (effort none)")
     budget = reasoning.get("max_tokens")
     if isinstance(budget, int) and budget >= MIN_THINKING_BUDGET:
         return budget  # an explicit budget (a Messages request's thinking.budget_tokens)
@@ -227,7 +232,9 @@ def _native_thinking(body: dict[str, Any], out: dict[str, Any], default_max_toke
 
 def _sampling(body: dict[str, Any], out: dict[str, Any]) -> None:
     if body.get("temperature") is not None:
-        out["temperature"] = min(float(body["temperature"]), 1.0)
+        if body["temperature"] > 1:  # routing sends such a request to other formats only (inference.routing_members)
+            raise unsupported("temperature above 1", "Anthropic takes 0..1")
+        out["temperature"] = body["temperature"]
     for key in ("top_p", "top_k"):
         if body.get(key) is not None:
             out[key] = body[key]
@@ -241,7 +248,10 @@ def _limits(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) 
     if budget is not None and requested is not None:
         budget = min(budget, requested - 1)
         if budget < MIN_THINKING_BUDGET:
-            budget = None
+            raise unsupported(
+                f"reasoning with max_output_tokens {requested}",
+                f"extended thinking needs max_output_tokens above {MIN_THINKING_BUDGET}",
+            )
     out["max_tokens"] = requested if requested is not None else default_max_tokens + (budget or 0)
     if budget is not None:
         out["thinking"] = {"type": "enabled", "budget_tokens": budget}

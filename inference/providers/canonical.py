@@ -88,11 +88,28 @@ def function_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     return tools
 
 
+def offered_tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
+    """(the function tools the model may call, the tool_choice to translate). `tool_choice: {type: allowed_tools,
+    mode, tools}` keeps only the listed tools callable: the others are not sent, and the choice becomes its mode
+    (`auto` or `required`); a required choice among no function tool is a 400."""
+    tools = function_tools(body)
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "allowed_tools":
+        return tools, choice
+    allowed = {str(t.get("name")) for t in choice.get("tools") or () if isinstance(t, dict) and t.get("name")}
+    mode = choice.get("mode") or "auto"
+    tools = [t for t in tools if t.get("name") in allowed]
+    if not tools and mode == "required":
+        raise unsupported("tool_choice allowed_tools with mode required and no function tool of the request")
+    return tools, mode
+
+
 # What to do about a hosted tool this format cannot carry.
 HOSTED_TOOL_HINTS = {
     "web_search": "configure a web search engine on the gateway (it then runs the search itself), route the model "
     'to an openai-responses provider, or turn the tool off in the client (Codex: web_search = "disabled")',
 }
+ITEM_REFERENCE_HINT = "the gateway is stateless and stores no items: send the referenced item itself"
 # The `include` values every format honours: encrypted reasoning is returned whenever the upstream produced it.
 INCLUDE_EVERYWHERE = frozenset({"reasoning.encrypted_content"})
 

@@ -5,7 +5,8 @@ Request (`build_body`, pure): `instructions` and system/developer messages → `
 (a string, or items: messages with string or part content, `function_call`, `function_call_output`) →
 `messages` (input_text → text, input_image → image_url, input_file → file, input_audio → input_audio;
 function calls → the assistant's `tool_calls`, outputs → `tool` messages; reasoning items are dropped);
-function tools → chat tools; `tool_choice`; `text.format` json_schema/json_object → `response_format`;
+function tools → chat tools; `tool_choice` (`allowed_tools`: api.openai.com's own form, other vendors are sent
+only the allowed tools and its mode); `text.format` json_schema/json_object → `response_format`;
 `reasoning.effort` → `reasoning_effort`; `modalities` with `image` and `image_config` as they are
 (image output: the answer's `message.images` become `image_generation_call` items); `max_output_tokens` →
 `max_completion_tokens` (api.openai.com) or `max_tokens` (other vendors); sampling parameters (and `stop`,
@@ -23,6 +24,7 @@ from typing import Any
 
 from inference.providers.base import UpstreamCall, UpstreamRequest
 from inference.providers.canonical import (
+    ITEM_REFERENCE_HINT,
     TEXT_PART_TYPES,
     check_include,
     content_parts,
@@ -30,6 +32,7 @@ from inference.providers.canonical import (
     input_items,
     is_text_only,
     item_type,
+    offered_tools,
     output_to_text,
     refuse_unforwarded,
     text_of,
@@ -113,7 +116,9 @@ def build_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         elif kind == "function_call_output":
             content = output_to_text(item.get("output"))
             messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": content})
-        elif kind not in ("reasoning", "item_reference"):
+        elif kind == "item_reference":
+            raise unsupported("input item type 'item_reference'", ITEM_REFERENCE_HINT)
+        elif kind != "reasoning":
             raise unsupported(f"input item type {kind!r}")
     return messages
 
@@ -132,10 +137,15 @@ def _tool_choice(choice: Any) -> Any:
     if isinstance(choice, dict):
         if choice.get("type") == "function":
             return {"type": "function", "function": {"name": choice.get("name", "")}}
-        if choice.get("type") == "allowed_tools":
-            return choice.get("mode") or "auto"
         raise unsupported(f"tool_choice type {choice.get('type')!r}")
     return choice
+
+
+def _allowed_tools(choice: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """`allowed_tools` in api.openai.com Chat's own form (every tool sent, only the listed ones callable)."""
+    names = {str(t.get("name")) for t in choice.get("tools") or () if isinstance(t, dict)}
+    listed = [{"type": "function", "function": {"name": t["name"]}} for t in tools if t.get("name") in names]
+    return {"type": "allowed_tools", "allowed_tools": {"mode": choice.get("mode") or "auto", "tools": listed}}
 
 
 def _response_format(text: Any) -> dict[str, Any] | None:
@@ -150,13 +160,21 @@ def _response_format(text: Any) -> dict[str, Any] | None:
     raise unsupported(f"text.format type {fmt['type']!r}")
 
 
-def _add_tools(out: dict[str, Any], body: dict[str, Any]) -> None:
-    tools = function_tools(body)
+def _add_tools(out: dict[str, Any], body: dict[str, Any], openai: bool) -> None:
+    choice = body.get("tool_choice")
+    if openai and isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        tools = function_tools(body)
+        if tools:
+            out["tools"] = [_tool(tool) for tool in tools]
+            out["tool_choice"] = _allowed_tools(choice, tools)
+    else:
+        tools, choice = offered_tools(body)  # other vendors: only the allowed tools are sent
+        if tools:
+            out["tools"] = [_tool(tool) for tool in tools]
+            if choice is not None:
+                out["tool_choice"] = _tool_choice(choice)
     if not tools:
         return
-    out["tools"] = [_tool(tool) for tool in tools]
-    if body.get("tool_choice") is not None:
-        out["tool_choice"] = _tool_choice(body["tool_choice"])
     if body.get("parallel_tool_calls") is not None:
         out["parallel_tool_calls"] = body["parallel_tool_calls"]
 
@@ -201,7 +219,7 @@ def build_body(body: dict[str, Any], upstream_model: str, stream: bool, *, opena
     refuse_unforwarded(body, ("prompt", "truncation", "prompt_cache_options", *(("top_k",) if openai else ())))
     check_include(body)
     out: dict[str, Any] = {"model": upstream_model, "messages": build_messages(body)}
-    _add_tools(out, body)
+    _add_tools(out, body, openai)
     _add_options(out, body, openai)
     if isinstance(body.get("cache_control"), dict):  # routing sends it only where the endpoint declares it
         _mark_last_part(out["messages"], body["cache_control"])
