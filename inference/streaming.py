@@ -1,12 +1,12 @@
 """The Responses SSE writer (DECISIONS.md §9).
 
 Only this module writes the Responses event stream. Adapters hand over canonical events (`TextDelta`,
-`ReasoningDelta`, `OutputItemDone`, `FunctionCallDone`, `StreamDone`); `ResponseStream` turns them into
-`response.*` events numbered from 0 and ends with `data: [DONE]`. A text answer: `response.created`,
-`response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`...,
-`response.output_text.done`, `response.content_part.done`, `response.output_item.done`,
-`response.completed` (or `response.incomplete`). After the first byte an error is an `error` event
-followed by `response.failed`. `response.debug` (debug.echo_upstream_body) comes before everything.
+`ReasoningDelta`, `OutputItemDone`, `FunctionCallDelta`, `FunctionCallDone`, `StreamDone`); `ResponseStream` turns
+them into `response.*` events numbered from 0 and ends with `data: [DONE]`. A text answer: `response.created`,
+`response.in_progress`, `response.output_item.added`, `response.content_part.added`,
+`response.output_text.delta`..., `response.output_text.done`, `response.content_part.done`,
+`response.output_item.done`, `response.completed` (or `response.incomplete`). After the first byte an error is an
+`error` event followed by `response.failed`. `response.debug` (debug.echo_upstream_body) comes before everything.
 Reasoning (`ReasoningDelta`, a Responses upstream's `OutputItemDone`) is its own item, written by
 inference.stream_reasoning; a plain text stream never reaches it.
 """
@@ -23,6 +23,7 @@ from inference.pipeline.context import Candidate, Context
 from inference.providers.base import (
     CanonicalResult,
     Flush,
+    FunctionCallDelta,
     FunctionCallDone,
     OutputItemDone,
     ReasoningDelta,
@@ -55,6 +56,8 @@ class ResponseStream(ReasoningItems):
         self.message_id: str | None = None
         self.message_index = 0
         self.text_parts: list[str] = []
+        self.logprobs: list[dict[str, Any]] = []  # the open message's log-probability entries (top_logprobs)
+        self.open_calls: dict[str, list[Any]] = {}  # call_id → [output index, item id, arguments streamed so far]
         self.tool_calls = 0
         self.delta_prefix = b""
 
@@ -91,10 +94,12 @@ class ResponseStream(ReasoningItems):
         each `Flush` (once per upstream read, however many events it held) and at the end."""
         if isinstance(event, TextDelta):
             if event.text:
-                self._delta(event.text)
+                self._delta(event.text, event.logprobs)
         elif isinstance(event, Flush):
             if self.pending:
                 await self.flush()
+        elif isinstance(event, FunctionCallDelta):
+            self._call_delta(event)
         elif isinstance(event, FunctionCallDone):
             self._function_call(event)
         elif isinstance(event, ReasoningDelta):
@@ -113,15 +118,18 @@ class ResponseStream(ReasoningItems):
         done = "".join(p["text"] for i in self.items if i["type"] == "message" for p in i["content"])
         return done + "".join(self.text_parts)
 
-    def _delta(self, text: str) -> None:
+    def _delta(self, text: str, logprobs: list[dict[str, Any]] | None = None) -> None:
         if self.message_id is None:
             self._open_message()
         self.text_parts.append(text)
+        if logprobs:
+            self.logprobs.extend(logprobs)
         # The hottest event: written from a precomputed prefix instead of a dict (same JSON, same key order).
         self.pending.append(
             self.delta_prefix
             + orjson.dumps(text)
-            + b',"logprobs":[],"sequence_number":'
+            + (b',"logprobs":' + orjson.dumps(logprobs) if logprobs else b',"logprobs":[]')
+            + b',"sequence_number":'
             + str(self.sequence).encode()
             + b"}\n\n"
         )
@@ -156,35 +164,65 @@ class ResponseStream(ReasoningItems):
         for position, annotation in enumerate(annotations):
             ref = {**self._part_ref(), "annotation_index": position, "annotation": annotation}
             self.emit("response.output_text.annotation.added", ref)
-        self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": []})
+        self.emit("response.output_text.done", {**self._part_ref(), "text": text, "logprobs": self.logprobs})
         part = {"type": "output_text", "text": text, "annotations": annotations}
+        if self.logprobs:
+            part["logprobs"] = self.logprobs
         self.emit("response.content_part.done", {**self._part_ref(), "part": part})
         item = message_item(self.message_id, text, status)
         if annotations:
             item["content"][0]["annotations"] = annotations
+        if self.logprobs:
+            item["content"][0]["logprobs"] = self.logprobs
         self.items[self.message_index] = item
         self.emit("response.output_item.done", {"output_index": self.message_index, "item": item})
         self.message_id = None
         self.text_parts = []
+        self.logprobs = []
 
     def _annotations(self, text: str) -> list[dict[str, Any]]:
         """Annotations of a finished text part: none here (the server-tool loop's writer adds url_citation)."""
         return []
 
-    def _function_call(self, event: FunctionCallDone) -> None:
+    def _open_call(self, call_id: str, name: str, namespace: str) -> list[Any]:
+        """Start a function_call item (`response.output_item.added`, in progress); its arguments stream next."""
         self._close_message()
         self._close_reasoning()
         index = len(self.items)
         item_id = new_item_id("fc")
-        self.items.append(function_call_item(item_id, event.call_id, event.name, event.arguments, "completed"))
-        added = function_call_item(item_id, event.call_id, event.name, "", "in_progress")
-        if event.namespace:  # a function of a `namespace` tool: named as the client declared it
-            self.items[-1]["namespace"] = added["namespace"] = event.namespace
-        self.emit("response.output_item.added", {"output_index": index, "item": added})
+        added = function_call_item(item_id, call_id, name, "", "in_progress")
+        if namespace:  # a function of a `namespace` tool: named as the client declared it
+            added["namespace"] = namespace
+        self.items.append(added)
+        self.emit("response.output_item.added", {"output_index": index, "item": dict(added)})
+        return [index, item_id, []]
+
+    def _call_delta(self, event: FunctionCallDelta) -> None:
+        """A piece of a call's arguments as the upstream sent it: `response.function_call_arguments.delta`."""
+        slot = self.open_calls.get(event.call_id)
+        if slot is None:
+            slot = self.open_calls[event.call_id] = self._open_call(event.call_id, event.name, event.namespace)
+        if event.delta:
+            slot[2].append(event.delta)
+            ref = {"item_id": slot[1], "output_index": slot[0]}
+            self.emit("response.function_call_arguments.delta", {**ref, "delta": event.delta})
+
+    def _function_call(self, event: FunctionCallDone) -> None:
+        slot = self.open_calls.pop(event.call_id, None)
+        if slot is None:
+            slot = self._open_call(event.call_id, event.name, event.namespace)
+        index, item_id, streamed = slot
+        sent = "".join(streamed)
+        rest = event.arguments[len(sent) :] if event.arguments.startswith(sent) else ""
         ref = {"item_id": item_id, "output_index": index}
-        self.emit("response.function_call_arguments.delta", {**ref, "delta": event.arguments})
+        if rest:  # what the pieces did not carry (all of it when nothing streamed): the deltas add up
+            self.emit("response.function_call_arguments.delta", {**ref, "delta": rest})
+        item = function_call_item(item_id, event.call_id, event.name, event.arguments, "completed")
+        if event.namespace:
+            item["namespace"] = event.namespace
+        self.items[index] = item
         self.emit("response.function_call_arguments.done", {**ref, "name": event.name, "arguments": event.arguments})
-        self.emit("response.output_item.done", {"output_index": index, "item": self.items[index]})
+        self.emit("response.output_item.done", {"output_index": index, "item": item})
         self.tool_calls += 1
 
     def _replay(self, result: CanonicalResult) -> None:
@@ -193,7 +231,7 @@ class ResponseStream(ReasoningItems):
             if item.get("type") == "message":
                 for part in item.get("content", []):
                     if part.get("type") == "output_text" and part.get("text"):
-                        self._delta(part["text"])
+                        self._delta(part["text"], part.get("logprobs") or None)
                 self._close_message()
             elif item.get("type") == "function_call":
                 call = (item.get("call_id", ""), item.get("name", ""), item["arguments"], item.get("namespace") or "")
@@ -233,6 +271,9 @@ class ResponseStream(ReasoningItems):
         failure ends `incomplete`."""
         self._close_message("incomplete")
         self._close_reasoning()
+        for index, _, streamed in self.open_calls.values():  # calls cut by the failure
+            self.items[index] = {**self.items[index], "arguments": "".join(streamed), "status": "incomplete"}
+        self.open_calls.clear()
         self.ctx.outcome.status = "failed"
         self.ctx.outcome.output = self.items
         payload: dict[str, Any] = {"code": error_type, "message": message, "param": None}

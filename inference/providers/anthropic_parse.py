@@ -1,15 +1,15 @@
 """Anthropic Messages answers → canonical: the JSON body (`parse_response`) and the SSE stream
 (`MessagesStreamParser`), both pure.
 
-Text blocks become one message item (output_text), `tool_use` blocks function_call items (arguments are
-the JSON of `input`; streamed `input_json_delta` pieces are joined and reported as `FunctionCallDone` at
-`content_block_stop`); each thinking block becomes a reasoning item carrying its signature as `encrypted_content`
-(streamed as `ReasoningDelta`), each `redacted_thinking` block one with its `data` and `redacted: true` (streamed as
-`RedactedReasoning`). `stop_reason`
-max_tokens (or model_context_window_exceeded) → incomplete `max_output_tokens`, refusal → incomplete `content_filter`,
-tool_use → finish `tool_calls`. Usage: input = input_tokens + cache_read_input_tokens +
-cache_creation_input_tokens, cached = cache_read_input_tokens, cache writes split into 1 hour
-(`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes (the rest); no usage at all → `reported=False`.
+Text blocks become one message item (output_text), `tool_use` blocks function_call items (arguments are the JSON of
+`input`; streamed `input_json_delta` pieces stream on as `FunctionCallDelta`, are joined and reported as
+`FunctionCallDone` at `content_block_stop`); each thinking block becomes a reasoning item carrying its signature as
+`encrypted_content` (streamed as `ReasoningDelta`), each `redacted_thinking` block one with its `data` and
+`redacted: true` (streamed as `RedactedReasoning`). `stop_reason` max_tokens (or model_context_window_exceeded) →
+incomplete `max_output_tokens`, refusal → incomplete `content_filter`, tool_use → finish `tool_calls`.
+Usage: input = input_tokens + cache_read_input_tokens + cache_creation_input_tokens, cached =
+cache_read_input_tokens, cache writes split into 1 hour (`cache_creation.ephemeral_1h_input_tokens`) and 5 minutes
+(the rest); no usage at all → `reported=False`.
 An `error` event is a ProviderError of the kind its `error.type` names (overloaded_error → OVERLOADED, ...).
 """
 
@@ -22,6 +22,7 @@ from inference.pipeline.context import Usage
 from inference.providers.base import (
     CanonicalEvent,
     CanonicalResult,
+    FunctionCallDelta,
     FunctionCallDone,
     ReasoningDelta,
     RedactedReasoning,
@@ -135,6 +136,8 @@ class MessagesStreamParser:
             if block.get("type") == "text" and block.get("text"):
                 self.text.append(block["text"])
                 return [TextDelta(block["text"])]
+            if block.get("type") == "tool_use":  # the call starts; its arguments stream as input_json_delta
+                return [FunctionCallDelta(str(block.get("id", "")), str(block.get("name", "")), "")]
         elif kind == "content_block_stop":
             return self._block_stop(as_int(event.get("index")))
         elif kind == "message_start":
@@ -171,8 +174,11 @@ class MessagesStreamParser:
             return [ReasoningDelta("", signature)] if signature else []
         if delta.get("type") == "input_json_delta":
             block = self.blocks.get(as_int(event.get("index")))
-            if block is not None:
-                block["parts"].append(str(delta.get("partial_json", "")))
+            piece = str(delta.get("partial_json", ""))
+            if block is not None and piece:
+                block["parts"].append(piece)
+                if block.get("type") == "tool_use":
+                    return [FunctionCallDelta(str(block.get("id", "")), str(block.get("name", "")), piece)]
         return []
 
     def _thinking_block(self) -> dict[str, Any]:

@@ -5,10 +5,10 @@ Routing (inference.routing / the innermost handler) only ever sees these types:
 - `UpstreamCall`: what to call (the validated Responses body, the endpoint's upstream model, base URL and
   the credential of this attempt, stream or not, time limits).
 - `Adapter.complete(call) -> CanonicalResult` for a JSON answer.
-- `Adapter.stream(call)`: async iterator of `TextDelta` / `ReasoningDelta` / `OutputItemDone` / `FunctionCallDone`
-  events, each group followed by a `Flush` (the events before it arrived together: the writer sends them to the
-  client in one write), ending with one `StreamDone` carrying the full `CanonicalResult`. The first event is
-  never a `Flush`.
+- `Adapter.stream(call)`: async iterator of `TextDelta` / `ReasoningDelta` / `OutputItemDone` / `FunctionCallDelta` /
+  `FunctionCallDone` events, each group followed by a `Flush` (the events before it arrived together: the writer
+  sends them to the client in one write), ending with one `StreamDone` carrying the full `CanonicalResult`. The
+  first event is never a `Flush`.
 - `ProviderError(kind, ...)`: every upstream failure mapped to a small set of kinds routing acts on.
   `before_first_event` tells routing whether falling back to another candidate is still possible.
 
@@ -137,6 +137,9 @@ class CanonicalResult:
 @dataclass(slots=True)
 class TextDelta:
     text: str
+    logprobs: list[dict[str, Any]] | None = (
+        None  # the log-probability entries of this text, when the upstream gave them
+    )
 
 
 @dataclass(slots=True)
@@ -175,6 +178,17 @@ class FunctionCallDone:
 
 
 @dataclass(slots=True)
+class FunctionCallDelta:
+    """A piece of a function call's arguments as the upstream streams them (the first one of a call may be empty: the
+    call started); the call ends with its `FunctionCallDone` (same `call_id`), whose arguments the pieces add up to."""
+
+    call_id: str
+    name: str
+    delta: str
+    namespace: str = ""
+
+
+@dataclass(slots=True)
 class StreamDone:
     result: CanonicalResult
 
@@ -186,7 +200,16 @@ class Flush:
 
 FLUSH = Flush()
 
-CanonicalEvent = TextDelta | ReasoningDelta | RedactedReasoning | OutputItemDone | FunctionCallDone | Flush | StreamDone
+CanonicalEvent = (
+    TextDelta
+    | ReasoningDelta
+    | RedactedReasoning
+    | OutputItemDone
+    | FunctionCallDelta
+    | FunctionCallDone
+    | Flush
+    | StreamDone
+)
 
 
 class Adapter:

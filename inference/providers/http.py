@@ -54,6 +54,7 @@ from inference.providers.base import (
     Adapter,
     CanonicalEvent,
     CanonicalResult,
+    FunctionCallDelta,
     FunctionCallDone,
     ProviderError,
     ProviderErrorKind,
@@ -355,7 +356,7 @@ class HttpAdapter(Adapter):
                     for sse in events:
                         for event in _feed(parser, sse):
                             yielded = produced = True
-                            if found is not None and isinstance(event, FunctionCallDone):
+                            if found is not None and isinstance(event, FunctionCallDone | FunctionCallDelta):
                                 event = namespaces.restore_call(event, found)
                             yield event
                         if sse.data == DONE:

@@ -9,9 +9,12 @@ tools as they are.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from inference.providers.base import CanonicalResult, FunctionCallDone
+from inference.providers.base import CanonicalResult, FunctionCallDelta, FunctionCallDone
+
+CallEvent = TypeVar("CallEvent", FunctionCallDelta, FunctionCallDone)
 
 SEPARATOR = "__"
 
@@ -49,11 +52,12 @@ def names(body: dict[str, Any]) -> dict[str, tuple[str, str]] | None:
     return found
 
 
-def restore_call(event: FunctionCallDone, found: dict[str, tuple[str, str]]) -> FunctionCallDone:
+def restore_call(event: CallEvent, found: dict[str, tuple[str, str]]) -> CallEvent:
+    """A streamed call (its `FunctionCallDelta` pieces and its `FunctionCallDone`) named as the client declared it."""
     pair = found.get(event.name)
     if pair is None:
         return event
-    return FunctionCallDone(event.call_id, pair[1], event.arguments, pair[0])
+    return replace(event, name=pair[1], namespace=pair[0])
 
 
 def restore_result(result: CanonicalResult, found: dict[str, tuple[str, str]]) -> CanonicalResult:

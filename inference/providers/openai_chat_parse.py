@@ -1,17 +1,26 @@
 """Chat Completions answers → canonical: the JSON body (`parse_response`) and the SSE stream
-(`ChatStreamParser`), both pure. Text becomes one message item with an output_text part, `tool_calls`
-become function_call items (streamed tool-call deltas are assembled by index and reported as
-`FunctionCallDone` when the choice finishes), `finish_reason` length / content_filter make the result
+(`ChatStreamParser`), both pure. Text becomes one message item with an output_text part, `tool_calls` become
+function_call items (streamed tool-call deltas stream on as `FunctionCallDelta` pieces, are assembled by index and
+reported as `FunctionCallDone` when the choice finishes), `finish_reason` length / content_filter make the result
 incomplete, and usage keeps cached (`prompt_tokens_details.cached_tokens`) and reasoning
-(`completion_tokens_details.reasoning_tokens`) tokens. Reasoning text (`reasoning`, as OpenRouter sends it, or
-`reasoning_content`, as DeepSeek and vLLM do) becomes a reasoning item, streamed as `ReasoningDelta`."""
+(`completion_tokens_details.reasoning_tokens`) tokens. Log-probabilities (`choice.logprobs.content`) go with the
+text: on the output_text part of a JSON answer, on each `TextDelta` of a stream. Reasoning text (`reasoning`, as
+OpenRouter sends it, or `reasoning_content`, as DeepSeek and vLLM do) becomes a reasoning item, streamed as
+`ReasoningDelta`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from inference.pipeline.context import Usage
-from inference.providers.base import CanonicalEvent, CanonicalResult, FunctionCallDone, ReasoningDelta, TextDelta
+from inference.providers.base import (
+    CanonicalEvent,
+    CanonicalResult,
+    FunctionCallDelta,
+    FunctionCallDone,
+    ReasoningDelta,
+    TextDelta,
+)
 from inference.providers.canonical import as_count, as_int, build_output, make_result, served_tier
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.sse import ServerSentEvent
@@ -80,6 +89,12 @@ def parse_response(data: Any) -> CanonicalResult:
     usage = parse_usage(data.get("usage"))
     usage.tier = served_tier(data.get("service_tier"))  # the tier it was served at, which it is billed at
     return make_result(str(data.get("id", "")), output, usage, finish)
+
+
+def _logprob_entries(logprobs: Any) -> list[dict[str, Any]] | None:
+    """A stream chunk's `choice.logprobs.content` (asked with `top_logprobs`), or None."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    return [entry for entry in content if isinstance(entry, dict)] if isinstance(content, list) else None
 
 
 def _keep_logprobs(output: list[dict[str, Any]], logprobs: Any) -> None:
@@ -154,25 +169,31 @@ class ChatStreamParser:
             content = delta.get("content")
             if content:
                 self.text.append(content)
-                events.append(TextDelta(content))
+                events.append(TextDelta(content, _logprob_entries(choice.get("logprobs"))))
             if delta.get("refusal"):
                 self.refusal.append(delta["refusal"])
             for call in delta.get("tool_calls") or []:
-                self._add_call_delta(call)
+                events.extend(self._add_call_delta(call))
             if choice.get("finish_reason"):
                 self.finish_value = choice["finish_reason"]
                 events.extend(self._report_calls())
         return events
 
-    def _add_call_delta(self, call: dict[str, Any]) -> None:
+    def _add_call_delta(self, call: dict[str, Any]) -> list[CanonicalEvent]:
+        """Add a tool-call delta to its call; its arguments piece streams on (`FunctionCallDelta`) once the call's id
+        and name are known (a call without an id is reported whole when it finishes)."""
         slot = self.calls.setdefault(as_int(call.get("index")), ["", "", []])
-        if call.get("id"):
+        if call.get("id") and not slot[0]:
             slot[0] = call["id"]
         function = call.get("function") or {}
         if function.get("name") and not slot[1]:
             slot[1] = function["name"]
-        if function.get("arguments"):
-            slot[2].append(function["arguments"])
+        piece = function.get("arguments")
+        if piece:
+            slot[2].append(piece)
+        if not (slot[0] and slot[1]) or self.reported:
+            return []
+        return [FunctionCallDelta(slot[0], slot[1], piece if isinstance(piece, str) else "")]
 
     def _call_tuples(self) -> list[tuple[str, str, str]]:
         return [(slot[0], slot[1], "".join(slot[2])) for _, slot in sorted(self.calls.items())]

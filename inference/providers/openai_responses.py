@@ -20,6 +20,7 @@ from inference.pipeline.context import Usage
 from inference.providers.base import (
     CanonicalEvent,
     CanonicalResult,
+    FunctionCallDelta,
     FunctionCallDone,
     OutputItemDone,
     ReasoningDelta,
@@ -191,6 +192,21 @@ class ResponsesStreamParser:
 
     def __init__(self) -> None:
         self.result: CanonicalResult | None = None
+        self.calls: dict[str, tuple[str, str, str]] = {}  # function_call item id → (call_id, name, namespace)
+
+    def _call_started(self, item: dict[str, Any]) -> list[CanonicalEvent]:
+        call = (str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("namespace") or ""))
+        if not item.get("id") or not call[0]:
+            return []
+        self.calls[str(item["id"])] = call
+        return [FunctionCallDelta(call[0], call[1], "", call[2])]
+
+    def _call_piece(self, event: dict[str, Any]) -> list[CanonicalEvent]:
+        call = self.calls.get(str(event.get("item_id") or ""))
+        piece = event.get("delta")
+        if call is None or not isinstance(piece, str) or not piece:
+            return []
+        return [FunctionCallDelta(call[0], call[1], piece, call[2])]
 
     def feed(self, sse: ServerSentEvent) -> list[CanonicalEvent]:
         if sse.data == "[DONE]":
@@ -198,10 +214,15 @@ class ResponsesStreamParser:
         event = loads(sse.data, "stream event")
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "response.output_text.delta":
-            return [TextDelta(str(event.get("delta", "")))]
+            logprobs = event.get("logprobs")
+            return [TextDelta(str(event.get("delta", "")), logprobs if isinstance(logprobs, list) else None)]
         if kind in (SUMMARY_DELTA, REASONING_DELTA):
             item_id = str(event.get("item_id") or "")
             return [ReasoningDelta(str(event.get("delta", "")), summary=kind == SUMMARY_DELTA, item_id=item_id)]
+        if kind == "response.output_item.added" and (event.get("item") or {}).get("type") == "function_call":
+            return self._call_started(event["item"])
+        if kind == "response.function_call_arguments.delta":
+            return self._call_piece(event)
         if kind == "response.output_item.done":
             item = event.get("item") or {}
             if item.get("type") == "function_call":

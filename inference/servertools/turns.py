@@ -15,6 +15,7 @@ from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import (
     CanonicalResult,
+    FunctionCallDelta,
     FunctionCallDone,
     ProviderError,
     ProviderErrorKind,
@@ -175,6 +176,8 @@ class StreamTurns:
     async def _forward(self, event: Any, turn: Turn, server_names: set[str]) -> None:
         if isinstance(event, TextDelta):
             self.turn_text.append(event.text)
+        if isinstance(event, FunctionCallDelta) and event.name in server_names:
+            return  # a server tool's call: the loop shows it as its own item once it runs
         if isinstance(event, FunctionCallDone):
             if event.name in server_names:
                 turn.server_calls.append(event)

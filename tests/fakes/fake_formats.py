@@ -31,6 +31,7 @@ class Reply:
     service_tier: str | None = None  # the tier the answer reports it was served at (Anthropic: "fast" = speed)
     images: list[str] = field(default_factory=list)  # image output URLs (Chat Completions `message.images`, JSON)
     encrypted_reasoning: bool = False  # the request's include asked for reasoning.encrypted_content (Responses)
+    top_logprobs: int | None = None  # the request asked for log-probabilities: one entry per text piece
 
     @property
     def text(self) -> str:
@@ -45,6 +46,20 @@ class Reply:
         if self.billed_output is not None:
             return self.billed_output
         return len(self.pieces) + len(self.tool_arguments) + self.reasoning_tokens
+
+
+def piece_logprobs(reply: Reply, index: int) -> list[dict[str, Any]]:
+    """The log-probability entries of text piece `index` (`[]` when the request asked for none)."""
+    if reply.top_logprobs is None:
+        return []
+    token = reply.pieces[index]
+    alternatives = [{"token": f"alt{i}", "logprob": -1.0 - i, "bytes": None} for i in range(reply.top_logprobs)]
+    entry = {"token": token, "logprob": -0.5 * index, "bytes": list(token.encode()), "top_logprobs": alternatives}
+    return [entry]
+
+
+def all_logprobs(reply: Reply) -> list[dict[str, Any]]:
+    return [entry for index in range(len(reply.pieces)) for entry in piece_logprobs(reply, index)]
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
@@ -70,7 +85,7 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
             }
             for number, (call_id, name, arguments) in enumerate(calls, 1)
         ]
-    text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
+    text = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": all_logprobs(reply)}
     message = {"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [text]}
     return [*_responses_reasoning(reply), message]
 
@@ -133,7 +148,7 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
             events.append({"type": "response.output_item.done", "output_index": index, "item": call})
     else:
         events.append({"type": "response.output_item.added", "output_index": 0, "item": item | {"content": []}})
-        for piece in reply.pieces:
+        for index, piece in enumerate(reply.pieces):
             events.append(
                 {
                     "type": "response.output_text.delta",
@@ -141,7 +156,7 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
                     "output_index": 0,
                     "content_index": 0,
                     "delta": piece,
-                    "logprobs": [],
+                    "logprobs": piece_logprobs(reply, index),
                 }
             )
         events.append(
@@ -151,7 +166,7 @@ def responses_frames(model: str, reply: Reply) -> list[bytes]:
                 "output_index": 0,
                 "content_index": 0,
                 "text": reply.text,
-                "logprobs": [],
+                "logprobs": all_logprobs(reply),
             }
         )
         events.append({"type": "response.output_item.done", "output_index": 0, "item": item})
@@ -231,8 +246,15 @@ def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
     base = {"id": "chatcmpl-fake-1", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
     base |= _chat_tier(reply)
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        if logprobs is not None:
+            choice["logprobs"] = {"content": logprobs, "refusal": None}
+        return sse(base | {"choices": [choice]})
+
+    def text_chunk(index: int) -> bytes:
+        logprobs = piece_logprobs(reply, index) if reply.top_logprobs is not None else None
+        return chunk({"content": reply.pieces[index]}, logprobs=logprobs)
 
     frames = [chunk({"role": "assistant", "content": ""})]
     frames.extend(chunk({"reasoning": piece}) for piece in reply.reasoning)
@@ -249,7 +271,7 @@ def chat_frames(model: str, reply: Reply, include_usage: bool) -> list[bytes]:
                 }
             frames.append(chunk({"tool_calls": [call]}))
     else:
-        frames.extend(chunk({"content": piece}) for piece in reply.pieces)
+        frames.extend(text_chunk(index) for index in range(len(reply.pieces)))
     frames.append(chunk({}, reply.finish))
     if include_usage and not reply.omit_usage:
         frames.append(sse(base | {"choices": [], "usage": _chat_usage(reply)}))

@@ -378,6 +378,8 @@ class FakeUpstream:
 
     def _render(self, path: str, body: dict[str, Any], reply: formats.Reply) -> tuple[dict[str, Any], list[bytes]]:
         model = str(body.get("model", ""))
+        if body.get("logprobs") is True or "message.output_text.logprobs" in (body.get("include") or ()):
+            reply.top_logprobs = int(body.get("top_logprobs") or 0)
         if path.endswith("/responses"):
             return formats.responses_json(model, reply), formats.responses_frames(model, reply)
         if path.endswith("/chat/completions"):

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from inference.providers import anthropic, openai_chat, openai_responses
 from inference.providers.anthropic_parse import MessagesStreamParser
 from inference.providers.anthropic_parse import parse_response as parse_messages
-from inference.providers.base import FunctionCallDone, ProviderError, ProviderErrorKind, ReasoningDelta, TextDelta
+from inference.providers.base import (
+    FunctionCallDelta,
+    FunctionCallDone,
+    ProviderError,
+    ProviderErrorKind,
+    ReasoningDelta,
+    TextDelta,
+)
 from inference.providers.openai_chat_parse import ChatStreamParser
 from inference.providers.openai_chat_parse import parse_response as parse_chat
 from inference.providers.sse import ServerSentEvent
@@ -152,7 +161,12 @@ def test_chat_stream_assembles_parallel_tool_call_deltas():
         '{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}',
     ]
     events = [event for chunk in chunks for event in parser.feed(sse(chunk))]
-    assert events == [FunctionCallDone("a", "f", '{"x": 1}'), FunctionCallDone("b", "g", "{}")]
+    pieces = [
+        FunctionCallDelta("a", "f", '{"x"'),
+        FunctionCallDelta("b", "g", "{}"),
+        FunctionCallDelta("a", "f", ": 1}"),
+    ]
+    assert events == [*pieces, FunctionCallDone("a", "f", '{"x": 1}'), FunctionCallDone("b", "g", "{}")]
     assert parser.feed(sse("[DONE]")) == []
     assert [i["call_id"] for i in parser.finish().output] == ["a", "b"]
 
@@ -217,7 +231,7 @@ def test_anthropic_image_url_tools_format_and_cache_control():
         "parallel_tool_calls": False,
         "text": {"format": {"type": "json_schema", "name": "r", "schema": {"type": "object"}}},
         "cache_control": {"type": "ephemeral"},
-        "temperature": 1.7,
+        "temperature": 0.9,
         "user": "u1",
     }
     body, betas = anthropic.build_body(request, "claude", True)
@@ -231,7 +245,21 @@ def test_anthropic_image_url_tools_format_and_cache_control():
     assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
     assert body["output_format"] == {"type": "json_schema", "schema": {"type": "object"}}
     assert betas == ["structured-outputs-2025-11-13"]
-    assert (body["temperature"], body["metadata"], body["stream"]) == (1.0, {"user_id": "u1"}, True)
+    assert (body["temperature"], body["metadata"], body["stream"]) == (0.9, {"user_id": "u1"}, True)
+
+
+def test_anthropic_refuses_what_it_cannot_honour():
+    """Was: temperature clamped to 1, thinking silently off under a small cap or a forced tool, item_reference
+    dropped (routing keeps such requests from Anthropic endpoints: inference.routing_members)."""
+    cases = [
+        ({"temperature": 1.7}, "temperature above 1"),
+        ({"reasoning": {"effort": "high"}, "max_output_tokens": 800}, "reasoning with max_output_tokens 800"),
+        ({"reasoning": {"effort": "high"}, "tools": [TOOL], "tool_choice": "required"}, "reasoning with a forced tool"),
+        ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "input item type 'item_reference'"),
+    ]
+    for extra, named in cases:
+        with pytest.raises(ProviderError, match=re.escape(named)):
+            anthropic.build_body({"input": "x", **extra}, "claude", False)
 
 
 @pytest.mark.parametrize(
@@ -240,7 +268,6 @@ def test_anthropic_image_url_tools_format_and_cache_control():
         ({"effort": "high"}, None, {"type": "enabled", "budget_tokens": 16384}, 4096 + 16384),
         ({"effort": "low"}, 10000, {"type": "enabled", "budget_tokens": 2048}, 10000),
         ({"effort": "high"}, 5000, {"type": "enabled", "budget_tokens": 4999}, 5000),
-        ({"effort": "high"}, 800, None, 800),  # too small for the minimum budget: no thinking
         ({"enabled": True}, None, {"type": "enabled", "budget_tokens": 8192}, 4096 + 8192),
         ({"effort": "none"}, None, None, 4096),
     ],
@@ -294,7 +321,8 @@ def test_anthropic_response_and_stream_parse_tool_use_and_stop_reason():
         '{"type":"message_stop"}',
     ]
     events = [event for frame in frames for event in parser.feed(sse(frame))]
-    assert events == [ReasoningDelta("hmm"), TextDelta("Yo"), FunctionCallDone("t", "f", '{"a": 2}')]
+    pieces = [FunctionCallDelta("t", "f", ""), FunctionCallDelta("t", "f", '{"a":'), FunctionCallDelta("t", "f", " 2}")]
+    assert events == [ReasoningDelta("hmm"), TextDelta("Yo"), *pieces, FunctionCallDone("t", "f", '{"a": 2}')]
     final = parser.finish()
     assert (final.upstream_id, final.finish_reason) == ("m2", "tool_calls")
     assert (final.usage.input_tokens, final.usage.cached_tokens, final.usage.output_tokens) == (8, 5, 12)
