@@ -147,6 +147,8 @@ class EndpointFilter:
 
     reason: str
     allows: Callable[[Candidate], bool]
+    # The guardrail stages shown in `service_metadata.pipeline` when this filter leaves no candidate (a guardrail's).
+    stages: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

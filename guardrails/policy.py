@@ -130,6 +130,22 @@ class EffectivePolicy:
         return all(slug in allowed for allowed in self.allowed_model_sets)
 
 
+def block_stage(rule: GuardrailRule, summary: str, engine: str, patterns: list[str]) -> dict[str, Any]:
+    """The `service_metadata.pipeline` stage of a guardrail that blocked the request (as a content block shows)."""
+    return {
+        "type": "guardrail",
+        "name": rule.name,
+        "guardrail_id": str(rule.id),
+        "guardrail_scope": rule.scope,
+        "summary": summary,
+        "data": {"action": "block", "detected": True, "engines": [engine], "patterns": patterns},
+    }
+
+
+def _stages(rules: tuple[GuardrailRule, ...], summary: str, engine: str, patterns: Any = ()) -> tuple[dict, ...]:
+    return tuple(block_stage(rule, summary, engine, sorted(patterns)) for rule in rules)
+
+
 def _endpoint_filters(rules: tuple[GuardrailRule, ...]) -> list[EndpointFilter]:
     filters: list[EndpointFilter] = []
     for rule in rules:
@@ -139,27 +155,37 @@ def _endpoint_filters(rules: tuple[GuardrailRule, ...]) -> list[EndpointFilter]:
                 EndpointFilter(
                     f"model not allowed by guardrail '{rule.name}'",
                     lambda c, a=allowed: c.model_slug in a or c.canonical_slug in a,
+                    _stages((rule,), "no requested model is allowed", "model-policy", allowed),
                 )
             )
         if rule.allowed_providers is not None:
             providers = rule.allowed_providers
             filters.append(
                 EndpointFilter(
-                    f"provider not allowed by guardrail '{rule.name}'", lambda c, p=providers: c.provider_slug in p
+                    f"provider not allowed by guardrail '{rule.name}'",
+                    lambda c, p=providers: c.provider_slug in p,
+                    _stages((rule,), "no endpoint of an allowed provider", "provider-policy", providers),
                 )
             )
     ignored_models = frozenset().union(*(r.ignored_models for r in rules))
     if ignored_models:
+        ignoring = tuple(r for r in rules if r.ignored_models)
         filters.append(
             EndpointFilter(
                 "model ignored by guardrail",
                 lambda c: c.model_slug not in ignored_models and c.canonical_slug not in ignored_models,
+                _stages(ignoring, "the requested models are ignored", "model-policy", ignored_models),
             )
         )
     ignored_providers = frozenset().union(*(r.ignored_providers for r in rules))
     if ignored_providers:
+        ignoring = tuple(r for r in rules if r.ignored_providers)
         filters.append(
-            EndpointFilter("provider ignored by guardrail", lambda c: c.provider_slug not in ignored_providers)
+            EndpointFilter(
+                "provider ignored by guardrail",
+                lambda c: c.provider_slug not in ignored_providers,
+                _stages(ignoring, "every endpoint's provider is ignored", "provider-policy", ignored_providers),
+            )
         )
     filters.extend(_data_policy_filters(rules))
     return filters
@@ -174,22 +200,31 @@ def _data_policy_filters(rules: tuple[GuardrailRule, ...]) -> list[EndpointFilte
         def zdr_allows(c: Candidate) -> bool:
             return c.zdr or not zdr[letters.get(c.vendor.lower(), "other")]
 
-        filters.append(EndpointFilter("zero data retention required by guardrail", zdr_allows))
+        requiring = tuple(r for r in rules if any(r.zdr.values()))
+        stages = _stages(requiring, "no endpoint keeps zero data", "data-policy")
+        filters.append(EndpointFilter("zero data retention required by guardrail", zdr_allows, stages))
     if not all(r.enable_paid_model_training for r in rules):
+        stages = _stages(tuple(r for r in rules if not r.enable_paid_model_training), "paid endpoints train on data",
+                         "data-policy")  # fmt: skip
         filters.append(
             EndpointFilter(
-                "paid endpoint trains on data (guardrail)",
-                lambda c: c.is_free or not c.trains_on_data,
+                "paid endpoint trains on data (guardrail)", lambda c: c.is_free or not c.trains_on_data, stages
             )
         )
     if not all(r.enable_free_model_training for r in rules):
-        filters.append(
-            EndpointFilter("free endpoint trains on data (guardrail)", lambda c: not (c.is_free and c.trains_on_data))
-        )
-    if not all(r.enable_free_model_publication for r in rules):
+        stages = _stages(tuple(r for r in rules if not r.enable_free_model_training), "free endpoints train on data",
+                         "data-policy")  # fmt: skip
         filters.append(
             EndpointFilter(
-                "free endpoint publishes prompts (guardrail)", lambda c: not (c.is_free and c.publishes_prompts)
+                "free endpoint trains on data (guardrail)", lambda c: not (c.is_free and c.trains_on_data), stages
+            )
+        )
+    if not all(r.enable_free_model_publication for r in rules):
+        stages = _stages(tuple(r for r in rules if not r.enable_free_model_publication),
+                         "free endpoints publish prompts", "data-policy")  # fmt: skip
+        filters.append(
+            EndpointFilter(
+                "free endpoint publishes prompts (guardrail)", lambda c: not (c.is_free and c.publishes_prompts), stages
             )
         )
     return filters

@@ -9,6 +9,8 @@ from typing import Any
 from inference.ids import new_item_id, new_uuid
 from inference.pipeline.context import Context, Usage
 
+SKIPPED_MODELS = "routing.skipped_models"  # ctx.extras: fallback slugs the catalog does not know (inference.routing)
+
 ECHOED_FIELDS = (
     "instructions",
     "max_output_tokens",
@@ -73,7 +75,7 @@ def response_object(
         "tool_choice": body.get("tool_choice") or "auto",
         "tools": body.get("tools") or [],
         "text": body.get("text") or {"format": {"type": "text"}},
-        "service_tier": body.get("service_tier"),
+        "service_tier": served_tier(ctx) if finished else body.get("service_tier"),
         "store": False,
         "usage": usage,
     }
@@ -84,6 +86,18 @@ def response_object(
     if ctx.metadata_enabled:
         obj["service_metadata"] = service_metadata(ctx)
     return obj
+
+
+# The tiers providers report in the API's names (Anthropic's `standard` is OpenAI's `default`).
+SERVED_TIER_NAMES = {"standard": "default", "on_demand": "default"}
+
+
+def served_tier(ctx: Context) -> str | None:
+    """The tier the provider says it served the request at (OpenAI's `service_tier`, Anthropic's
+    `usage.service_tier` or `speed: fast`), null when it did not say; never the request's wish."""
+    usage = ctx.outcome.usage
+    tier = usage.tier if usage is not None else None
+    return SERVED_TIER_NAMES.get(tier, tier) if tier else None
 
 
 def service_metadata(ctx: Context) -> dict[str, Any]:
@@ -127,6 +141,7 @@ def service_metadata(ctx: Context) -> dict[str, Any]:
         "pipeline": ctx.pipeline,
         "region": ctx.region,
         "requested": requested,
+        "skipped_models": list(ctx.extras.get(SKIPPED_MODELS) or ()),
         "strategy": strategy,
         "summary": summary,
     }

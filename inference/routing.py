@@ -1,10 +1,11 @@
 """Candidate endpoints of a request, in the order they are tried.
 
-`resolve_candidates(ctx)` applies, in this order: the requested model (`model`, then the `models`
-fallbacks), the provider preferences (`only`, `ignore`, `data_collection`, `zdr`, `require_parameters`,
-`max_price`), every `ctx.endpoint_filters` predicate (guardrails, BYOK...), the ordering (`sort`, `order`,
-sticky session) and `allow_fallbacks`. The catalog is read from an in-process snapshot cached per policy
-version. The result is memoized in `ctx.candidates`.
+`resolve_candidates(ctx)` applies, in this order: the requested model (`model`, then the `models` fallbacks; a
+fallback the catalog does not know is skipped and listed in `service_metadata.skipped_models`, an unknown first
+model is a 404), the provider preferences (`only`, `ignore`, `data_collection`, `zdr`, `require_parameters`,
+`max_price`), every `ctx.endpoint_filters` predicate (guardrails, BYOK...), the ordering (`sort`, `order`, sticky
+session) and `allow_fallbacks`. The catalog is read from an in-process snapshot cached per policy version. The
+result is memoized in `ctx.candidates`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from inference import credentials
 from inference.endpoint_traffic import clear_traffic_cache
 from inference.models import Endpoint
 from inference.pipeline.context import Candidate, Context
+from inference.response import SKIPPED_MODELS
 from inference.router_parameters import required_names, supports_all
 from inference.routers.quality import as_pairs
 from inference.routers.route import remember_pin, route_model
@@ -164,11 +166,12 @@ def _apply_filters(ctx: Context, candidates: list[Candidate]) -> list[Candidate]
         if not candidates:
             raise validation_error(field, reason)
     prefs = ctx.body.get("provider") or {}
-    checks = _preference_filters(prefs, ctx.body)
-    checks.extend((f.reason, f.allows) for f in ctx.endpoint_filters)
-    for reason, allows in checks:
+    checks = [(reason, allows, ()) for reason, allows in _preference_filters(prefs, ctx.body)]
+    checks.extend((f.reason, f.allows, f.stages) for f in ctx.endpoint_filters)
+    for reason, allows, stages in checks:
         kept = [c for c in candidates if allows(c)]
         if not kept:
+            ctx.pipeline.extend(stages)  # a guardrail's filter: its stage shows, as a content block's does
             raise GatewayError(
                 404,
                 f"No endpoint available for {', '.join(requested_models(ctx.body))}: {reason}",
@@ -203,7 +206,7 @@ def _order(ctx: Context, candidates: list[Candidate], model_rank: dict[str, int]
     if order:
         rank = {slug: i for i, slug in enumerate(order)}
         candidates = sorted(candidates, key=lambda c: (model_rank[c.model_slug], rank.get(c.provider_slug, len(rank))))
-    elif ctx.session_id:
+    elif _sticky_id(ctx):
         candidates = _sticky_first(_session_key(ctx), candidates)
     if prefs.get("allow_fallbacks") is False:
         candidates = _without_provider_fallbacks(candidates, order)
@@ -224,9 +227,16 @@ def _without_provider_fallbacks(candidates: list[Candidate], order: list[str] | 
     return kept
 
 
+def _sticky_id(ctx: Context) -> str:
+    """What keeps a conversation on one endpoint: the session id, else the `prompt_cache_key` (the same key, the
+    same endpoint, so the provider's prompt cache is hit on every format)."""
+    key = ctx.body.get("prompt_cache_key")
+    return ctx.session_id or (f"prompt_cache_key:{key}" if isinstance(key, str) and key else "")
+
+
 def _session_key(ctx: Context) -> tuple[Any, str]:
     principal = ctx.principal
-    return (principal.organization_id if principal is not None else None, ctx.session_id or "")
+    return (principal.organization_id if principal is not None else None, _sticky_id(ctx))
 
 
 def _sticky_first(key: tuple[Any, str], candidates: list[Candidate]) -> list[Candidate]:
@@ -242,7 +252,7 @@ def _sticky_first(key: tuple[Any, str], candidates: list[Candidate]) -> list[Can
 def remember_session(ctx: Context, candidate: Candidate) -> None:
     """Sticky routing: the next request of this session (in this organization) tries the same endpoint first."""
     remember_pin(ctx)
-    if not ctx.session_id:
+    if not _sticky_id(ctx):
         return
     key = _session_key(ctx)
     _sticky[key] = candidate.endpoint_id
@@ -306,10 +316,14 @@ def select_candidates(
         raise validation_error("model", "is required (or models)")
     candidates: list[Candidate] = []
     model_rank: dict[str, int] = {}
-    for name in names:
-        endpoints = snapshot.get(name)
-        if endpoints is None:
-            raise GatewayError(404, f"Model '{name}' does not exist", metadata={"model": name})
+    if names[0] not in snapshot:
+        raise GatewayError(404, f"Model '{names[0]}' does not exist", metadata={"model": names[0]})
+    known = [name for name in names if name in snapshot]
+    skipped = [name for name in names if name not in snapshot]
+    if skipped:  # unknown fallbacks (`models`) are skipped while one requested model exists; the answer says so
+        ctx.extras[SKIPPED_MODELS] = skipped
+    for name in known:
+        endpoints = snapshot[name]
         if (EMBEDDINGS in endpoints[0].output_modalities) != embeddings:
             raise _wrong_kind(ctx.body, name, embeddings)
         if MODERATION in endpoints[0].output_modalities:  # called by the moderation plugin only
