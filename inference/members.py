@@ -43,6 +43,12 @@ _USAGE = (
     "(as `stream_options.include_usage`); `false` removes nothing"
 )
 _TRANSFORMS = '`["middle-out"]` turns on the `context-compression` plugin; `[]` asks for nothing (the default)'
+_MODELS = "fallback models, tried after `model`; an unknown one is skipped (`service_metadata.skipped_models`)"
+_TIER = (
+    "auto, default (every provider); priority, fast (OpenAI, Anthropic); flex, scale (OpenAI); the answer's "
+    "`service_tier` is the tier the provider says it served (null when it does not say)"
+)
+_CACHE_KEY = "forwarded to OpenAI endpoints; on every format the same key stays on one endpoint (its prompt cache)"
 _CACHE = (
     "`{type: ephemeral, ttl?}`: marks the last cacheable block. Anthropic-format endpoints get it on that block; "
     "chat-format endpoints declaring `cache_control` get it on the last content part; others cache by themselves "
@@ -51,19 +57,19 @@ _CACHE = (
 
 CHAT = _table(
     ("model", HONOURED, "the catalog slug; `@preset/<slug>` applies a preset"),
-    ("models", GATEWAY, "fallback models, tried after `model`"),
+    ("models", GATEWAY, _MODELS),
     ("messages", HONOURED, "roles system, developer, user, assistant, tool (see Request members)"),
     ("tools", HONOURED, "function tools; `service:` server tools run by the gateway"),
     ("tool_choice", HONOURED, "auto, none, required, a function, a `service:` server tool"),
     ("parallel_tool_calls", HONOURED, ""),
     ("response_format", HONOURED, "text, json_object, json_schema → `text.format`"),
-    ("verbosity", HONOURED, "→ `text.verbosity`"),
+    ("verbosity", HONOURED, "→ `text.verbosity` (low, high: OpenAI endpoints only)"),
     ("max_completion_tokens", HONOURED, "→ `max_output_tokens`"),
     ("max_tokens", HONOURED, "→ `max_output_tokens`; both given and different → 400"),
     ("reasoning", HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400"),
     ("reasoning_effort", HONOURED, "→ `reasoning.effort`"),
     ("include_reasoning", PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400"),
-    ("temperature", ROUTER, f"0..2; {_SAMPLING}"),
+    ("temperature", ROUTER, f"0..2 (Anthropic endpoints: 0..1, skipped above; none left → 400); {_SAMPLING}"),
     ("top_p", ROUTER, f"0..1; {_SAMPLING}"),
     ("top_k", ROUTER, f"integer ≥ 0; {_SAMPLING}"),
     ("min_p", ROUTER, f"0..1; {_SAMPLING}"),
@@ -84,8 +90,8 @@ CHAT = _table(
     ("user", HONOURED, "hashed before it reaches a provider"),
     ("safety_identifier", HONOURED, "hashed before it reaches a provider"),
     ("metadata", GATEWAY, "kept for accounting and observability"),
-    ("prompt_cache_key", HONOURED, "OpenAI endpoints"),
-    ("service_tier", HONOURED, "auto, default, fast, flex, priority, scale"),
+    ("prompt_cache_key", HONOURED, _CACHE_KEY),
+    ("service_tier", HONOURED, _TIER),
     ("modalities", HONOURED, "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"),
     ("image_config", HONOURED, "needs `modalities` with `image`"),
     ("max_tool_calls", GATEWAY, "bound of the server-tool loop"),
@@ -108,17 +114,22 @@ CHAT = _table(
 
 RESPONSES = _table(
     ("model", HONOURED, "the catalog slug; `@preset/<slug>` applies a preset"),
-    ("models", GATEWAY, "fallback models, tried after `model`"),
+    ("models", GATEWAY, _MODELS),
     ("input", HONOURED, "a string or items"),
     ("instructions", HONOURED, ""),
     ("tools", HONOURED, "function tools; `service:` server tools run by the gateway"),
-    ("tool_choice", HONOURED, ""),
+    ("tool_choice", HONOURED, "`allowed_tools`: other formats are sent only the allowed tools"),
     ("parallel_tool_calls", HONOURED, ""),
     ("max_tool_calls", HONOURED, "also bounds the gateway's server-tool loop"),
-    ("text", HONOURED, "format (text, json_object, json_schema), verbosity"),
-    ("reasoning", HONOURED, "effort, summary, enabled, max_tokens"),
+    ("text", HONOURED, "format (text, json_object, json_schema), verbosity (low, high: OpenAI endpoints only)"),
+    (
+        "reasoning",
+        HONOURED,
+        "effort, summary (concise, detailed: openai-responses only; auto everywhere), enabled, max_tokens; "
+        "Anthropic endpoints need `max_output_tokens` above 1024 and no forced tool",
+    ),
     ("max_output_tokens", HONOURED, ""),
-    ("temperature", ROUTER, f"0..2; {_SAMPLING}"),
+    ("temperature", ROUTER, f"0..2 (Anthropic endpoints: 0..1, skipped above; none left → 400); {_SAMPLING}"),
     ("top_p", ROUTER, f"0..1; {_SAMPLING}"),
     ("top_k", ROUTER, f"integer ≥ 0; {_SAMPLING}"),
     ("min_p", ROUTER, f"0..1; {_SAMPLING}"),
@@ -126,7 +137,12 @@ RESPONSES = _table(
     ("frequency_penalty", ROUTER, f"-2..2; {_SAMPLING}"),
     ("presence_penalty", ROUTER, f"-2..2; {_SAMPLING}"),
     ("repetition_penalty", ROUTER, f"0..2; {_SAMPLING}"),
-    ("top_logprobs", ROUTER, f"0..20; {_SAMPLING}"),
+    (
+        "top_logprobs",
+        ROUTER,
+        f"0..20; {_SAMPLING}; returned by openai-chat and openai-responses endpoints (JSON and "
+        "streamed), Anthropic endpoints skipped (none left → 400)",
+    ),
     ("cache_control", ROUTER, _CACHE),
     ("stream", HONOURED, "Responses events"),
     ("stream_options", PARTLY, "the stream always ends with the usage; `include_obfuscation: true` → 400"),
@@ -140,10 +156,10 @@ RESPONSES = _table(
     ("client_metadata", HONOURED, "`openai-responses` endpoints; recorded on the Generation for every format"),
     ("user", HONOURED, "hashed before it reaches a provider"),
     ("safety_identifier", HONOURED, "hashed before it reaches a provider"),
-    ("prompt_cache_key", HONOURED, "OpenAI endpoints"),
+    ("prompt_cache_key", HONOURED, _CACHE_KEY),
     ("prompt_cache_options", HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)"),
     ("prompt", HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)"),
-    ("service_tier", HONOURED, "auto, default, fast, flex, priority, scale"),
+    ("service_tier", HONOURED, _TIER),
     ("truncation", HONOURED, "auto, disabled"),
     ("modalities", HONOURED, "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"),
     ("image_config", HONOURED, "needs `modalities` with `image`"),
@@ -165,7 +181,7 @@ RESPONSES = _table(
 
 MESSAGES = _table(
     ("model", HONOURED, "the catalog slug; `@preset/<slug>` applies a preset"),
-    ("models", GATEWAY, "fallback models, tried after `model`"),
+    ("models", GATEWAY, _MODELS),
     ("max_tokens", HONOURED, "required; → `max_output_tokens`"),
     ("messages", HONOURED, "user / assistant turns of blocks, mid-conversation system messages (see Request members)"),
     ("system", HONOURED, "a string or text blocks"),
