@@ -82,7 +82,12 @@ CHAT = _table(
     ("stop", ROUTER, f"a string or ≤ 4 strings (Anthropic: `stop_sequences`); {_SAMPLING}"),
     ("cache_control", ROUTER, _CACHE),
     ("n", PARTLY, "only 1: one choice per request"),
-    ("logprobs", ROUTER, f"with `top_logprobs` 0..20: {_SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400)"),
+    (
+        "logprobs",
+        ROUTER,
+        f"with `top_logprobs` 0..20: {_SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400); Anthropic "
+        "endpoints skipped (none left → 400 `top_logprobs`)",
+    ),
     ("top_logprobs", ROUTER, "0..20, needs `logprobs: true`; as `logprobs`"),
     ("store", PARTLY, "only false: the gateway stores no completions"),
     ("stream", HONOURED, "`data:` chunks ending with `[DONE]`"),

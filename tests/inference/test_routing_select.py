@@ -96,9 +96,10 @@ def test_models_only_and_duplicates():
     assert picked(models=["b/two", "a/one", "b/two"])[:2] == [("b/two", "cheap"), ("b/two", "mid")]
 
 
-def test_unknown_model_404_and_missing_model_400():
+def test_unknown_model_404_unknown_fallback_skipped_and_missing_model_400():
+    assert picked(model="a/one", models=["zz/none"]) == picked(model="a/one")  # the unknown fallback is skipped
     with pytest.raises(GatewayError) as caught:
-        picked(model="a/one", models=["zz/none"])
+        picked(model="zz/none", models=["a/one"])
     assert caught.value.status == 404 and "zz/none" in caught.value.message
     with pytest.raises(GatewayError) as caught:
         picked(input="hi")
