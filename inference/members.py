@@ -45,7 +45,8 @@ _USAGE = (
 _TRANSFORMS = '`["middle-out"]` turns on the `context-compression` plugin; `[]` asks for nothing (the default)'
 _MODELS = "fallback models, tried after `model`; an unknown one is skipped (`service_metadata.skipped_models`)"
 _TIER = (
-    "auto, default (every provider); priority, fast (OpenAI, Anthropic); flex, scale (OpenAI); the answer's "
+    "auto, default (every provider); priority, fast (OpenAI, Anthropic); flex, scale (OpenAI); other chat vendors: "
+    "forwarded unless the endpoint's `supported_parameters` leave it out; the answer's "
     "`service_tier` is the tier the provider says it served (null when it does not say)"
 )
 _CACHE_KEY = "forwarded to OpenAI endpoints; on every format the same key stays on one endpoint (its prompt cache)"

@@ -7,8 +7,9 @@ checks). Nothing is accepted and dropped. What each format does with each member
 - `temperature` above 1: Anthropic takes 0..1 (nothing is clamped).
 - `reasoning` on Anthropic: extended thinking needs a budget of at least 1024 tokens below `max_output_tokens`
   and no forced tool; a request whose cap or `tool_choice` rules that out is not sent there.
-- `service_tier`: `auto` and `default` everywhere (other vendors' chat endpoints have one tier: nothing is sent);
-  `flex` and `scale` only at OpenAI; `priority` / `fast` at OpenAI and Anthropic.
+- `service_tier`: `auto` and `default` everywhere (nothing is sent to other vendors' chat endpoints: their standard
+  tier); `flex` and `scale` at OpenAI; `priority` / `fast` at OpenAI and Anthropic; any tier at another vendor's
+  chat endpoint that declares `service_tier` in its `supported_parameters` or declares nothing (forwarded).
 - `text.verbosity` other than `medium` (the providers' default): OpenAI (Responses, and Chat on api.openai.com).
 - `reasoning.summary` other than `auto` (what the provider gives by default, as Codex sends it): `openai-responses`.
 """
@@ -83,6 +84,9 @@ def _tier_allows(tier: str) -> Callable[[Candidate], bool]:
     def allows(candidate: Candidate) -> bool:
         if tier in EVERYWHERE_TIERS or is_openai(candidate) or candidate.api_format == "echo":
             return True
+        if candidate.api_format == "openai-chat":  # another vendor: forwarded unless its endpoint declares otherwise
+            declared = candidate.supported_parameters
+            return not declared or "service_tier" in declared
         return candidate.api_format == ANTHROPIC and tier in ANTHROPIC_TIERS
 
     return allows
@@ -104,8 +108,8 @@ def member_checks(body: dict[str, Any]) -> list[Check]:
     tier = body.get("service_tier")
     if isinstance(tier, str) and tier not in EVERYWHERE_TIERS:
         reason = (
-            f"service_tier {tier!r} is served by OpenAI (flex, scale, priority) or Anthropic (priority, fast) "
-            "providers only; other vendors have one tier (send auto or default)"
+            f"service_tier {tier!r} is served by OpenAI (flex, scale, priority), Anthropic (priority, fast) and "
+            "chat endpoints taking service_tier; send auto or default"
         )
         checks.append(("service_tier", reason, _tier_allows(tier)))
     text = body.get("text") if isinstance(body.get("text"), dict) else {}

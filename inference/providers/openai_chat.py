@@ -206,8 +206,11 @@ def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> Non
         verbosity = (body.get("text") or {}).get("verbosity") if isinstance(body.get("text"), dict) else None
         if verbosity:
             out["verbosity"] = verbosity
-    elif body.get("safety_identifier") and "user" not in out:
-        out["user"] = body["safety_identifier"]
+    else:
+        if body.get("safety_identifier") and "user" not in out:
+            out["user"] = body["safety_identifier"]
+        if body.get("service_tier") not in (None, "auto", "default"):  # routing: only endpoints that may take it
+            out["service_tier"] = "priority" if body["service_tier"] == "fast" else body["service_tier"]
     if "image" in (body.get("modalities") or ()):  # image output (routing sends it only to image models)
         out["modalities"] = body["modalities"]
         if body.get("image_config") is not None:

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from inference.models import Endpoint
+from inference.routing import clear_caches
 from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import add_endpoint
 from tests.servertools.conftest import agent, agent_catalog  # noqa: F401  (fixtures)
@@ -138,13 +140,19 @@ def test_item_reference_is_400_on_translating_formats(agent, agent_catalog, mode
 # --- service_tier -------------------------------------------------------------------------------------------
 
 
-def test_service_tier_a_chat_vendor_cannot_serve_is_400(agent, agent_catalog):  # noqa: F811
-    """Was: dropped for non-OpenAI chat vendors (a 200 at the vendor's only tier)."""
+def test_service_tier_on_a_chat_vendor_is_forwarded_or_400(agent, agent_catalog):  # noqa: F811
+    """Was: dropped for non-OpenAI chat vendors (a 200 at the vendor's standard tier). Now forwarded to an endpoint
+    that declares `service_tier` (or declares nothing), a 400 naming it when the endpoint declares other parameters."""
+    assert agent.post("/responses", json={"model": CHAT, "input": "Hi", "service_tier": "flex"}).status_code == 200
+    assert agent_catalog.requests[-1].body["service_tier"] == "flex"
+    Endpoint.objects.filter(model__slug=CHAT).update(supported_parameters=["temperature", "max_tokens"])
+    clear_caches()
     refused(
         agent.post("/responses", json={"model": CHAT, "input": "Hi", "service_tier": "flex"}), "service_tier", "flex"
     )
-    assert agent_catalog.requests == []
+    assert len(agent_catalog.requests) == 1
     assert agent.post("/responses", json={"model": CHAT, "input": "Hi", "service_tier": "default"}).status_code == 200
+    assert "service_tier" not in agent_catalog.requests[-1].body  # the vendor's standard tier: nothing to send
 
 
 @pytest.mark.parametrize(
