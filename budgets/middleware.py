@@ -22,7 +22,7 @@ from budgets.counters import (
     units_to_usd,
     usd_to_units,
 )
-from budgets.estimate import request_prompt, worst_case_cost
+from metering.estimate import request_prompt, worst_case_cost
 from budgets.recovery import ROW_NOT_WRITTEN, hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS

@@ -23,14 +23,14 @@ import orjson
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
+from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from budgets.models import UNITS_PER_USD
 from budgets.recovery import replacing_interrupted
 from budgets.turns import OVER_HOLD, OWNED_BY_TURNS
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
-from inference.pricing import bound_cost, request_tier, usage_cost
+from metering.prices import bound_cost, request_tier, usage_cost
 from inference.signals import generation_recorded, generation_recording, generations_recorded
 
 logger = logging.getLogger("gateway.accounting")

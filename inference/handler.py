@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from budgets.estimate import output_token_cap
+from metering.estimate import output_token_cap
 from gateway_project.api.errors import GatewayError
 from gateway_project.pipeline import admitted
 from inference.accounting import charge_unanswered, estimate_usage

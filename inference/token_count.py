@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from budgets.estimate import prompt_token_estimate
+from metering.estimate import prompt_token_estimate
 from gateway_project.api.errors import GatewayError, validation_error
 from inference.consumers import InferenceConsumer
 from inference.credentials import credentials_for

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from budgets import estimate
+from metering import estimate
 from gateway_project.api.errors import GatewayError
 from inference.pipeline.context import Context
 from ratelimits import limiter

@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
-from budgets.estimate import output_token_cap, prompt_token_estimate
+from metering.estimate import output_token_cap, prompt_token_estimate
 from gateway_project.api.errors import validation_error
 from inference.plugins.registry import Plugin, register
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from budgets.estimate import worst_case_cost
+from metering.estimate import worst_case_cost
 from budgets.turns import TurnHold, hold_turn, settle_turn
 from inference.accounting import price
 from inference.handler import SHAPE_KEY

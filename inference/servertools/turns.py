@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from budgets.estimate import OUTPUT_FRAMING_TOKENS, token_bound
+from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from inference import handler
 from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential, Usage

@@ -21,7 +21,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from budgets.estimate import token_bound
+from metering.estimate import token_bound
 from inference.handler import upstream_body, with_output_cap
 from inference.pipeline.context import Credential
 from inference.providers.base import UpstreamCall

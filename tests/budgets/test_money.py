@@ -12,7 +12,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from budgets.estimate import worst_case_cost
+from metering.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Endpoint
 from inference.routing import candidate_from_endpoint

@@ -281,7 +281,7 @@ def test_catalog_loader_rules_for_embeddings_models():
 def test_budget_hold_counts_token_ids():
     from dataclasses import replace
 
-    from budgets.estimate import input_token_bound
+    from metering.estimate import input_token_bound
     from tests.budgets.conftest import candidate
 
     endpoint = replace(candidate(), output_modalities=("embeddings",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from unittest import mock
 
-from budgets import estimate
+from metering import estimate
 from tests.budgets.conftest import candidate
 
 BODY = {"model": "vendor/model", "input": [{"role": "user", "content": "hello " * 50}], "max_output_tokens": 10}

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 from budgets import services as budget_services
-from budgets.estimate import worst_case_cost
+from metering.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Endpoint, Generation
 from inference.routing import candidate_from_endpoint

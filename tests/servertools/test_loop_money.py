@@ -14,7 +14,7 @@ import httpx
 import orjson
 import pytest
 
-from budgets.estimate import worst_case_cost
+from metering.estimate import worst_case_cost
 from budgets.models import SpendReservation
 from inference.models import Endpoint, Generation
 from inference.routing import candidate_from_endpoint

@@ -35,7 +35,7 @@ import orjson
 from django.conf import settings
 
 from inference.pipeline.context import Candidate
-from inference.pricing import bound_cost, request_tier
+from metering.prices import bound_cost, request_tier
 
 REQUEST_FRAMING_TOKENS = 64
 TOOLS_FRAMING_TOKENS = 1024
