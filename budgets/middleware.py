@@ -22,10 +22,8 @@ from budgets.counters import (
     units_to_usd,
     usd_to_units,
 )
-from metering.estimate import request_prompt, worst_case_cost
 from budgets.recovery import ROW_NOT_WRITTEN, hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
-from budgets.turns import OWNED_BY_TURNS, SETTLED_BY_TURNS
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
@@ -33,6 +31,8 @@ from gateway_project.db_thread import in_db_thread, loop_client_usable
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
+from metering.estimate import request_prompt, worst_case_cost
+from metering.holds import OWNED_BY_TURNS, SETTLED_BY_TURNS
 
 logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")

@@ -7,8 +7,7 @@ from decimal import Decimal
 
 from django.db import models
 
-# Counters hold integer amounts of 1e-10 USD, so the conditional checks are exact on every database.
-UNITS_PER_USD = 10**10
+from metering.holds import UNITS_PER_USD
 
 
 class BudgetInterval(models.TextChoices):

@@ -36,12 +36,9 @@ from budgets import settler
 from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve, units_to_usd, usd_to_units
 from budgets.recovery import hold_record
 from gateway_project.db_thread import in_db_thread
+from metering.holds import OVER_HOLD, OWNED_BY_TURNS, SETTLED_BY_TURNS
 
 logger = logging.getLogger("gateway.budgets")
-OWNED_BY_TURNS = "budgets.turns_own_the_hold"  # ctx.extras: the turns settle the request's hold (not the middleware)
-SETTLED_BY_TURNS = "budgets.settled_by_turns_usd"  # ctx.extras: USD the turns were charged so far
-# ctx.extras: USD the provider reported above what the request was charged (its holds): the row's `reported_cost`.
-OVER_HOLD = "budgets.over_hold_usd"
 _LIMITS = "budgets.turn_limits"  # ctx.extras: the limits of the request (looked up once)
 _reserve = in_db_thread(spend_reserve)
 

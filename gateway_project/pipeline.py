@@ -112,8 +112,8 @@ class Candidate:
     regions: tuple[str, ...]
     input_modalities: tuple[str, ...]
     output_modalities: tuple[str, ...]
-    # The rest of the price sheet (inference/pricing.py) and the per-item worst cases of media inputs
-    # (budgets/estimate.py); None means "as the base price" / "up to the context length".
+    # The rest of the price sheet (metering/prices.py) and the per-item worst cases of media inputs
+    # (metering/estimate.py); None means "as the base price" / "up to the context length".
     cache_write_5m_price: Decimal | None = None
     cache_write_1h_price: Decimal | None = None
     reasoning_price: Decimal | None = None

@@ -23,15 +23,14 @@ import orjson
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
-from budgets.models import UNITS_PER_USD
 from budgets.recovery import replacing_interrupted
-from budgets.turns import OVER_HOLD, OWNED_BY_TURNS
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
-from metering.prices import bound_cost, request_tier, usage_cost
 from inference.signals import generation_recorded, generation_recording, generations_recorded
+from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
+from metering.holds import OVER_HOLD, OWNED_BY_TURNS, UNITS_PER_USD
+from metering.prices import bound_cost, request_tier, usage_cost
 
 logger = logging.getLogger("gateway.accounting")
 
@@ -57,7 +56,7 @@ MODALITY_OF_PART = {
 
 
 def compute_cost(candidate: Candidate | None, usage: Usage, tier: str = "auto") -> Decimal:
-    """USD cost of `usage` on `candidate` (inference/pricing.py): what the upstream reported, else its price sheet."""
+    """USD cost of `usage` on `candidate` (metering/prices.py): what the upstream reported, else its price sheet."""
     return usage_cost(candidate, usage, tier)
 
 
@@ -76,7 +75,7 @@ def within_hold(ctx: Context, cost: Decimal) -> Decimal:
 
 def estimated_usage(ctx: Context, candidate: Candidate, output_bytes: int) -> Usage:
     """Usage the upstream did not report: the input bound, and the output counted from what was produced (its
-    UTF-8 bytes plus framing, see budgets/estimate.py) within the output cap sent upstream."""
+    UTF-8 bytes plus framing, see metering/estimate.py) within the output cap sent upstream."""
     bound = token_bound(ctx.body, candidate)
     output = min(output_bytes + OUTPUT_FRAMING_TOKENS, bound.output_tokens)
     return Usage(input_tokens=bound.input_tokens, output_tokens=output, reported=False, estimated=True)

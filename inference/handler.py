@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from metering.estimate import output_token_cap
 from gateway_project.api.errors import GatewayError
 from gateway_project.pipeline import admitted
 from inference.accounting import charge_unanswered, estimate_usage
@@ -38,6 +37,7 @@ from inference.providers.registry import get_adapter
 from inference.router_parameters import note_omitted, omit_unsupported, router_parameters_used
 from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
+from metering.estimate import output_token_cap
 
 T = TypeVar("T")
 SHAPE_KEY = "inference.plugins.shape"  # ctx.extras: (body, candidate) -> the body that candidate is sent
@@ -133,7 +133,7 @@ def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
 
 
 def with_output_cap(body: dict[str, Any], ctx: Context, candidate: Candidate) -> dict[str, Any]:
-    """The upstream body with the output cap the worst-case estimate assumed (budgets/estimate.py): sent when
+    """The upstream body with the output cap the worst-case estimate assumed (metering/estimate.py): sent when
     the request sets none, or lowered to the endpoint's cap when the request asks for more."""
     cap = output_token_cap(ctx.body, candidate)
     if body.get("max_output_tokens") == cap:

@@ -16,7 +16,7 @@ The count comes from the first candidate's provider when its format offers one: 
 with the client's `anthropic-beta` features), an OpenAI Responses provider's `/v1/responses/input_tokens` (the
 Responses body, restricted likewise), with the endpoint's credential and time limits. Otherwise, or when that call
 fails, it is the gateway's estimate (`ESTIMATE_BYTES_PER_TOKEN` bytes of the request's text a token, media at their
-per-item worst cases: budgets.estimate). The answer's `x-token-count` header says which: `exact` or `estimate`.
+per-item worst cases: metering.estimate). The answer's `x-token-count` header says which: `exact` or `estimate`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from metering.estimate import prompt_token_estimate
 from gateway_project.api.errors import GatewayError, validation_error
 from inference.consumers import InferenceConsumer
 from inference.credentials import credentials_for
@@ -39,6 +38,7 @@ from inference.providers.base import ProviderError, UpstreamCall, UpstreamReques
 from inference.providers.http import post_json
 from inference.providers.registry import get_adapter
 from inference.routing import resolve_candidates
+from metering.estimate import prompt_token_estimate
 
 logger = logging.getLogger("gateway.inference")
 

@@ -20,7 +20,7 @@ special tokens around messages, tools and the request). So:
 
 `token_bound` (one candidate) and `worst_case_tokens` (all candidates) are the token figures other limits
 (rate limits in tokens per minute, per-turn holds of server-tool loops) can hold from; `worst_case_cost` is
-the most expensive candidate's price for them (inference/pricing.py). The policy steps of one request
+the most expensive candidate's price for them (metering/prices.py). The policy steps of one request
 (rate limits, then budgets) can share the walk of the body, the endpoint-independent part of the bound:
 `request_prompt(ctx)` computes it once per request body and both pass it as `prompt=`.
 """
@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 
-from inference.pipeline.context import Candidate
+from gateway_project.pipeline import Candidate
 from metering.prices import bound_cost, request_tier
 
 REQUEST_FRAMING_TOKENS = 64
@@ -122,7 +122,7 @@ def _prompt(body: dict[str, Any]) -> _Prompt:
     )
 
 
-_PROMPT_MEMO = "budgets.estimate.prompt"
+_PROMPT_MEMO = "metering.estimate.prompt"
 
 
 def request_prompt(ctx: Any) -> _Prompt:

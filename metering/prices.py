@@ -1,4 +1,4 @@
-"""The price sheet of an endpoint, used by both the worst-case estimate (budgets/estimate.py) and the cost of a
+"""The price sheet of an endpoint, used by both the worst-case estimate (metering/estimate.py) and the cost of a
 finished request (inference/accounting.py): one place that turns tokens into USD.
 
 Prices are USD per token (per request for the fee), from the catalog (inference/catalog_loader.py):
@@ -28,7 +28,7 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from inference.pipeline.context import Candidate, Usage
+from gateway_project.pipeline import Candidate, Usage
 
 ONE = Decimal(1)
 ZERO = Decimal(0)

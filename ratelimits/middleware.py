@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 
-from metering import estimate
 from gateway_project.api.errors import GatewayError
 from inference.pipeline.context import Context
+from metering import estimate
 from ratelimits import limiter
 from ratelimits.limits import Decision, limits_of, rate_limit_headers
 
 
 async def _token_bound(ctx: Context) -> int:
-    """The request's worst-case tokens on any candidate: the estimate budgets hold from (budgets/estimate.py)."""
+    """The request's worst-case tokens on any candidate: the estimate budgets hold from (metering/estimate.py)."""
     candidates = ctx.candidates
     if candidates is None:
         from inference.routing import resolve_candidates

@@ -2,7 +2,7 @@
 middle, per candidate endpoint, instead of failing upstream.
 
 Plugin object: `{"id": "context-compression", "engine": "middle-out"}` (engine optional; the only one). On every
-attempt the body for that candidate is measured (budgets.estimate.prompt_token_estimate, at
+attempt the body for that candidate is measured (metering.estimate.prompt_token_estimate, at
 GATEWAY_CONTEXT_COMPRESSION_BYTES_PER_TOKEN) against its context length minus the room kept for the answer
 (the output cap sent upstream, at most half the context). When it does not fit, input items are removed from
 the middle outwards: system and developer messages, the first item and everything from the last user message
@@ -18,9 +18,9 @@ from typing import Any
 
 from django.conf import settings
 
-from metering.estimate import output_token_cap, prompt_token_estimate
 from gateway_project.api.errors import validation_error
 from inference.plugins.registry import Plugin, register
+from metering.estimate import output_token_cap, prompt_token_estimate
 
 KEY = "plugins.context_compression"
 MAX_LISTED = 50  # removed items listed per candidate in the stage

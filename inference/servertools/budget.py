@@ -17,12 +17,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from metering.estimate import worst_case_cost
 from budgets.turns import TurnHold, hold_turn, settle_turn
 from inference.accounting import price
 from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
+from metering.estimate import worst_case_cost
 
 
 class LoopBudget:

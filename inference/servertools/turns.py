@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 from inference import handler
 from inference.ingress import ingress_of
 from inference.pipeline.context import Candidate, Context, Credential, Usage
@@ -24,6 +23,7 @@ from inference.providers.base import (
     UpstreamCall,
 )
 from inference.providers.registry import get_adapter
+from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
 
 
 @dataclass(slots=True)

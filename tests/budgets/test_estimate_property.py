@@ -21,12 +21,12 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metering.estimate import token_bound
 from inference.handler import upstream_body, with_output_cap
 from inference.pipeline.context import Credential
 from inference.providers.base import UpstreamCall
 from inference.providers.registry import get_adapter
 from inference.schema import validate_body
+from metering.estimate import token_bound
 from tests.budgets.conftest import candidate, make_ctx
 from tests.fakes.fake_upstream import billed_input_tokens
 

@@ -12,10 +12,10 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from metering.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Endpoint
 from inference.routing import candidate_from_endpoint
+from metering.estimate import worst_case_cost
 from tests.budgets.test_e2e import put_budget
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 

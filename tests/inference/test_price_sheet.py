@@ -11,10 +11,10 @@ import pytest
 from inference.catalog_loader import CatalogError, load_catalog
 from inference.models import Endpoint
 from inference.pipeline.context import Usage
-from metering.prices import usage_cost
 from inference.providers.anthropic_parse import parse_usage as anthropic_usage
 from inference.providers.openai_chat_parse import parse_usage as chat_usage
 from inference.providers.openai_responses import parse_usage as responses_usage
+from metering.prices import usage_cost
 from tests.budgets.conftest import candidate
 
 

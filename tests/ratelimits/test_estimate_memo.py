@@ -1,4 +1,4 @@
-"""The body walk of the worst-case bound shared by the policy steps of one request (budgets/estimate.py)."""
+"""The body walk of the worst-case bound shared by the policy steps of one request (metering/estimate.py)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 from budgets import services as budget_services
-from metering.estimate import worst_case_cost
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Endpoint, Generation
 from inference.routing import candidate_from_endpoint
+from metering.estimate import worst_case_cost
 from tests.inference.conftest import wait_idle
 
 PANEL = ["cheap/small", "mid/coder"]

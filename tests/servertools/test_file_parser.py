@@ -138,10 +138,10 @@ def test_budget_holds_the_parsed_text_not_the_files_catalog_worst_case(agent, ag
     """The catalog says a file costs at most 10 tokens on this endpoint; its text is 20 pages long. The hold is
     taken on the text the model is sent: a budget that covers the request as sent by the client but not the
     parsed text refuses it (402) before the model is called; a larger one is charged what was billed."""
-    from metering.estimate import worst_case_cost
     from inference.models import Endpoint
     from inference.plugins.files import classify, parse
     from inference.routing import candidate_from_endpoint
+    from metering.estimate import worst_case_cost
     from tests.servertools.test_loop import counter, put_budget
 
     Endpoint.objects.filter(model__slug=MODEL).update(max_file_tokens=10)

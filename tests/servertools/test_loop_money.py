@@ -14,10 +14,10 @@ import httpx
 import orjson
 import pytest
 
-from metering.estimate import worst_case_cost
 from budgets.models import SpendReservation
 from inference.models import Endpoint, Generation
 from inference.routing import candidate_from_endpoint
+from metering.estimate import worst_case_cost
 from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import add_endpoint, generations, wait_idle
 from tests.servertools.conftest import KEY_ENV, MODEL, call, text
