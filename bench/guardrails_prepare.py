@@ -24,9 +24,9 @@ from accounts import services as account_services  # noqa: E402
 from accounts.keys import hash_key  # noqa: E402
 from accounts.models import ApiKey  # noqa: E402
 from guardrails import services  # noqa: E402
-from guardrails.detectors import BUILTIN_SLUGS  # noqa: E402
 from guardrails.management.commands.bench_guardrails import REGEXES  # noqa: E402
 from inference.models import Endpoint, Model, Provider  # noqa: E402
+from textscan.detectors import BUILTIN_SLUGS  # noqa: E402
 
 
 def setup(base_url: str) -> None:

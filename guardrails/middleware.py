@@ -12,13 +12,14 @@ from typing import Any
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
-from guardrails.content import RuleResult, TextCache, has_token_input, opaque_files, redact, scan
+from guardrails.content import RuleResult, TextCache, redact, scan
 from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
 from inference.routers.options import SLUG_ROUTERS
 from inference.unknown_members import forwarded
+from textscan.texts import has_token_input, opaque_files
 
 _policies = PolicyCache("guardrail-policies")
 _scanned = TextCache()  # what the content filters found in recently scanned texts, per organization

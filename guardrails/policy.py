@@ -17,8 +17,8 @@ from typing import Any
 from django.conf import settings
 
 from gateway_project.regex import compile_pattern, compile_screen
-from guardrails.detectors import DETECTORS, LABELS
 from inference.pipeline.context import Candidate, EndpointFilter, SpendLimit
+from textscan.detectors import DETECTORS, LABELS
 
 ACTION_RANK = {"flag": 1, "redact": 2, "block": 3}
 ZDR_LETTERS = ("a", "b", "c", "d")

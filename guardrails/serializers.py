@@ -6,10 +6,10 @@ from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, StrictSerializer
 from gateway_project.regex import InvalidPattern, compile_pattern
-from guardrails.detectors import BUILTIN_SLUGS, LABELS
 from guardrails.models import ZDR_FIELDS, Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment, ResetInterval
 from guardrails.policy import zdr_vendor_letters
 from guardrails.validation import ACTIONS, REGIONS
+from textscan.detectors import BUILTIN_SLUGS, LABELS
 
 SCAN_SCOPES = ("user_only", "all_messages")
 # The public router API's per-vendor ZDR fields and the model vendor each one names.

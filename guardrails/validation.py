@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gateway_project.regex import InvalidPattern, compile_pattern
-from guardrails.detectors import BUILTIN_SLUGS
 from guardrails.models import LIST_FIELDS, Guardrail
+from textscan.detectors import BUILTIN_SLUGS
 
 REGIONS = ("global", "europe", "us")
 ACTIONS = ("block", "redact", "flag")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardrails.detectors import BUILTIN_SLUGS
 from inference import schema as rules
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
 from inference.openapi_router import ROUTER_FIELD_SCHEMAS
 from inference.plugins.file_parser import ENGINES as FILE_ENGINES
 from inference.search.engines import ENGINE_NAMES
+from textscan.detectors import BUILTIN_SLUGS
 
 PATH = "/api/v1/responses"
 RESPONSES_PATH_SCHEMA_REF = "#/components/schemas/ResponsesRequest"

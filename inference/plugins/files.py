@@ -14,7 +14,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from guardrails.content import TEXT_MEDIA_TYPES
+from textscan.texts import TEXT_MEDIA_TYPES
 
 
 class FileError(Exception):

@@ -2,7 +2,7 @@
 
 Plugin object: `{"id": "moderation", "detectors": [built-in detector slugs], "check_output": bool}` (all
 optional; default detectors `["regex-prompt-injection"]`, `check_output` false). The user messages and tool
-outputs of the conversation are screened by the built-in guardrail detectors (guardrails.detectors) and, when
+outputs of the conversation are screened by the built-in guardrail detectors (textscan.detectors) and, when
 the catalog has a moderation model (output modality `moderation`: GATEWAY_MODERATION_MODEL, else the first
 one by slug), by its OpenAI-compatible `POST /moderations`. Anything flagged is a 403 before the model is
 called, with the categories in `error.metadata` (as a guardrail refusal). `check_output` screens the answer
@@ -15,10 +15,10 @@ from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
-from guardrails.content import request_texts
-from guardrails.detectors import BUILTIN_SLUGS, detect
 from inference.plugins.moderation_endpoint import EndpointVerdict, call_endpoint, moderation_candidate
 from inference.plugins.registry import Plugin, register
+from textscan.detectors import BUILTIN_SLUGS, detect
+from textscan.texts import request_texts
 
 DEFAULT_DETECTORS = ("regex-prompt-injection",)
 SCREENED_ROLES = ("user", "tool")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.detectors import DETECTORS
+from textscan.detectors import DETECTORS
 
 CORPUS = Path(__file__).parent / "corpus"
 # (precision, recall) floors per corpus; figures are reported in docs/guardrails.md.
@@ -112,7 +112,7 @@ def test_detectors_stay_linear_on_adversarial_text(name):
 
 
 def test_phone_checks_are_bounded_and_fail_closed():
-    from guardrails.detectors.phone import MAX_CHECKS_PER_TEXT
+    from textscan.detectors.phone import MAX_CHECKS_PER_TEXT
 
     text = "call 415 555 2671 now, " * (MAX_CHECKS_PER_TEXT + 50)
     assert len(DETECTORS["phone"](text)) == MAX_CHECKS_PER_TEXT + 50

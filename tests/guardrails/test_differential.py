@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardrails import content
-from guardrails.detectors import DETECTORS
 from guardrails.management.commands.bench_guardrails import INSTRUCTIONS, MESSAGES, PII, REGEXES, full_policy
 from guardrails.policy import ContentFilter
 from tests.guardrails.legacy import DETECTORS as LEGACY
 from tests.guardrails.legacy import content as legacy_content
+from textscan.detectors import DETECTORS
 
 CORPUS = Path(__file__).parent / "corpus"
 

@@ -349,7 +349,7 @@ def test_every_text_location_is_a_slot():
     """The places content filters read (docs/guardrails.md lists them), each written back where it was."""
     import base64
 
-    from guardrails.content import opaque_files, request_texts
+    from textscan.texts import opaque_files, request_texts
 
     data = base64.b64encode(b"file text").decode()
     body = {

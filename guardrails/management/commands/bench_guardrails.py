@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand
 
 from accounts.principal import Principal
-from guardrails.detectors import BUILTIN_SLUGS
 from guardrails.middleware import GuardrailMiddleware, RegionMiddleware
 from guardrails.policy import EffectivePolicy, GuardrailRule, build_filters, effective_policy
 from inference.pipeline.context import Context
+from textscan.detectors import BUILTIN_SLUGS
 
 # The middleware reads the key's principal (spend limits); a request through the bench has one.
 PRINCIPAL = Principal(

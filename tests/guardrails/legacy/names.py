@@ -75,7 +75,7 @@ _AMBIGUOUS = frozenset(
 
 @lru_cache(maxsize=1)
 def given_names() -> frozenset[str]:
-    path = Path(__file__).parents[3] / "guardrails" / "detectors" / "first_names.txt"
+    path = Path(__file__).parents[3] / "textscan" / "detectors" / "first_names.txt"
     lines = path.read_text(encoding="utf-8").splitlines()
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
+from textscan.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
 
 Span = tuple[int, int]
 

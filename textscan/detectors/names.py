@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from guardrails.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
+from textscan.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
 
 Span = tuple[int, int]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from guardrails.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
+from textscan.detectors.textindex import SHORT_TEXT, WordSet, anchored_finditer, folded, occurrences
 
 Span = tuple[int, int]
 

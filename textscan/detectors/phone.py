@@ -14,7 +14,7 @@ from functools import lru_cache
 import phonenumbers
 from django.conf import settings
 
-from guardrails.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
+from textscan.detectors.textindex import anchored_finditer, digit_count, digit_run_starts
 
 Span = tuple[int, int]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from guardrails.detectors.textindex import WordSet, anchored_finditer, digit_count, digit_run_starts, occurrences
+from textscan.detectors.textindex import WordSet, anchored_finditer, digit_count, digit_run_starts, occurrences
 
 Span = tuple[int, int]
 

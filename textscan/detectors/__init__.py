@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from guardrails.detectors.address import find_addresses
-from guardrails.detectors.injection import find_prompt_injections
-from guardrails.detectors.names import find_person_names
-from guardrails.detectors.patterns import find_credit_cards, find_emails, find_ip_addresses, find_ssns
-from guardrails.detectors.phone import find_phone_numbers
+from textscan.detectors.address import find_addresses
+from textscan.detectors.injection import find_prompt_injections
+from textscan.detectors.names import find_person_names
+from textscan.detectors.patterns import find_credit_cards, find_emails, find_ip_addresses, find_ssns
+from textscan.detectors.phone import find_phone_numbers
 
 Span = tuple[int, int]
 
