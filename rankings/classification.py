@@ -15,8 +15,8 @@ from django.db import connection, transaction
 
 from gateway_project.encryption import DecryptionFailed, EncryptionNotConfigured, decrypt_secret
 from inference.models import Generation
-from rankings.classifier import classify
 from rankings.models import PendingClassification
+from textscan.classifier import classify
 
 logger = logging.getLogger("gateway.rankings")
 

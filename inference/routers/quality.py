@@ -1,7 +1,7 @@
 """Operator-set model quality: the catalog's `quality_scores` (0 to 1 per prompt category) as the routers read it.
 
 `quality_scores` is a mapping whose keys are `default` or a category of the rankings classifier
-(rankings/classifier.py: programming, roleplay, ..., trivia) and whose values are numbers from 0 to 1. A model's
+(textscan/classifier.py: programming, roleplay, ..., trivia) and whose values are numbers from 0 to 1. A model's
 quality for a prompt is the score of the prompt's category, else its `default`, else unknown (None).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankings.classifier import CATEGORIES
+from textscan.classifier import CATEGORIES
 
 KEYS = ("default", *CATEGORIES)
 

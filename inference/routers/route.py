@@ -32,8 +32,8 @@ def route_model(
     request = router_request(ctx.body)
     if request is None:
         return None
-    from rankings.classifier import classify
     from rankings.receivers import prompt_text
+    from textscan.classifier import classify
 
     classification = classify(prompt_text(ctx.body))
     options, excluded = build_pool(ctx.body, snapshot, request, classification.category, usable)

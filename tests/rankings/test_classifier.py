@@ -11,15 +11,15 @@ from django.core.management import call_command
 from django.utils import timezone
 
 import rankings.classification
-import rankings.classifier
 import rankings.receivers
+import textscan.classifier
 from inference.models import Generation
 from inference.signals import generation_recording
 from rankings.aggregation import week_start_of
-from rankings.classifier import CATEGORIES, classify
 from rankings.models import PendingClassification, WeeklySampledTokens
 from rankings.receivers import is_sampled, prompt_text, queue_sampled_generations
 from tests.inference.conftest import echo_catalog, generations, http  # noqa: F401  (fixtures)
+from textscan.classifier import CATEGORIES, classify
 
 CORPUS = Path(__file__).with_name("classifier_corpus.tsv")
 
@@ -85,7 +85,7 @@ def test_recording_keeps_a_sampled_prompt_encrypted_and_does_not_classify_it(set
     """The accounting signals only pick the sample: the classifier is not called, the row has no category
     yet, and the prompt waits encrypted for the aggregation."""
     calls = []
-    for module in (rankings.classifier, rankings.classification, rankings.receivers):
+    for module in (textscan.classifier, rankings.classification, rankings.receivers):
         monkeypatch.setattr(module, "classify", _counting(calls), raising=False)
     ctx = SimpleNamespace(body={"input": "Translate this email into Spanish please"})
     settings.GATEWAY_RANKINGS_SAMPLE_RATE = 1
@@ -106,7 +106,7 @@ def test_a_request_is_classified_by_the_aggregation_not_by_its_accounting(settin
     """Through the loopback server: the accounting write leaves the classifier alone; `aggregate_rankings`
     classifies the sampled request and its category reaches the weekly sampled dataset."""
     calls = []
-    for module in (rankings.classifier, rankings.classification, rankings.receivers):
+    for module in (textscan.classifier, rankings.classification, rankings.receivers):
         monkeypatch.setattr(module, "classify", _counting(calls), raising=False)
     settings.GATEWAY_RANKINGS_SAMPLE_RATE = 1
     response = http.post(

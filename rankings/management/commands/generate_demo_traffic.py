@@ -21,7 +21,7 @@ from accounts.models import ApiKey, Organization
 from analytics.rebuild import rebuild_day
 from gateway_project.day_range import last_completed_day
 from inference.models import Generation, Model
-from rankings.classifier import CATEGORIES
+from textscan.classifier import CATEGORIES
 
 DEMO_PREFIX = "demo/model-"
 
