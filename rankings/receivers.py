@@ -20,10 +20,9 @@ from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
 from inference.batch_statements import deferred_statements, sql_literal
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
+from textscan.classifier import prompt_text
 
 logger = logging.getLogger("gateway.rankings")
-
-MAX_CLASSIFIED_CHARS = 8_000
 
 
 def is_sampled(generation_id, rate: float) -> bool:
@@ -33,24 +32,6 @@ def is_sampled(generation_id, rate: float) -> bool:
         return True
     digest = hashlib.blake2b(str(generation_id).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64 < rate
-
-
-def prompt_text(body: dict) -> str:
-    """The instructions and the user-visible text of the input, as one string."""
-    parts: list[str] = []
-    if isinstance(body.get("instructions"), str):
-        parts.append(body["instructions"])
-    items = body.get("input")
-    if isinstance(items, str):
-        parts.append(items)
-    elif isinstance(items, list):
-        for item in items:
-            content = item.get("content") if isinstance(item, dict) else None
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return "\n".join(parts)[:MAX_CLASSIFIED_CHARS]
 
 
 # The sampled prompt of a row, between the two signals of its batch (an attribute of the unsaved instance).
