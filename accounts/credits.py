@@ -17,9 +17,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import key_limits
 from accounts.models import ApiKey
 from accounts.selectors import usage_by_key
-from budgets.key_budgets import key_budgets
 from gateway_project.api.errors import validation_error
 from gateway_project.api.permissions import IsAnyKey
 
@@ -39,7 +39,7 @@ class CreditsResponseSerializer(serializers.Serializer):
 
 
 def credits(api_key: ApiKey) -> dict:
-    effective = key_budgets(api_key)[1]
+    effective = key_limits.key_budgets(api_key)[1]
     if effective is not None:
         return {"total_credits": effective["limit_usd"], "total_usage": effective["spend_usd"], "budget": effective}
     spent = usage_by_key([api_key.hash]).get(api_key.hash, {}).get("usage", 0)

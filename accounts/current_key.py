@@ -1,9 +1,9 @@
 """`GET /key`: the calling key with what the public router API's SDK reads of it.
 
 Beyond the key record: the organization, the data regions its guardrails allow, every budget layer that
-applies to it (budgets.key_budgets), its per-minute request limit, and the free-model request count of its
-organization today. `is_free_tier` is always false (every key spends its organization's budgets) and
-`is_provisioning_key` is the public API's old name of `is_management_key`.
+applies to it (budgets.key_budgets; both through the registries of accounts.key_limits), its per-minute request
+limit, and the free-model request count of its organization today. `is_free_tier` is always false (every key
+spends its organization's budgets) and `is_provisioning_key` is the public API's old name of `is_management_key`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
-from accounts import usage
+from accounts import key_limits, usage
 from accounts.models import ApiKey
 from accounts.serializers import ApiKeySerializer
-from budgets.key_budgets import key_budgets
 from gateway_project.periods import period_start
-from guardrails.selectors import rules_for_key
-from guardrails.validation import REGIONS
 
 UNLIMITED = -1
 RATE_LIMIT_NOTE = (
@@ -25,16 +22,6 @@ RATE_LIMIT_NOTE = (
     "workspace's (shared by the workspace's keys); -1 when neither is set"
 )
 FREE_MODEL_NOTE = "no daily cap on free-model requests here: limit and remaining are -1; used counts today's (UTC)"
-
-
-def allowed_data_regions(api_key: ApiKey) -> list[str]:
-    """The regions the key's requests may arrive through: every region, narrowed by each guardrail's list."""
-    allowed = list(REGIONS)
-    rules = rules_for_key(key_id=api_key.id, workspace_id=api_key.workspace_id, user_id=api_key.creator_id)
-    for rule in rules:
-        if rule.allowed_data_regions is not None:
-            allowed = [region for region in allowed if region in rule.allowed_data_regions]
-    return allowed
 
 
 def rate_limit(api_key: ApiKey) -> dict:
@@ -75,14 +62,14 @@ class CurrentKeySerializer(ApiKeySerializer):
 
     def _budgets(self, obj: ApiKey):
         if "budgets" not in self.context:
-            self.context["budgets"] = key_budgets(obj)
+            self.context["budgets"] = key_limits.key_budgets(obj)
         return self.context["budgets"]
 
     def get_is_free_tier(self, obj) -> bool:
         return False
 
     def get_allowed_data_regions(self, obj: ApiKey) -> list[str]:
-        return allowed_data_regions(obj)
+        return key_limits.allowed_data_regions(obj)
 
     def get_budgets(self, obj: ApiKey) -> list[dict]:
         return self._budgets(obj)[0]

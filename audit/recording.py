@@ -152,6 +152,20 @@ def command_actor(command: str | None) -> dict[str, Any]:
     return {"source": Source.COMMAND, "actor_type": "system_user", "actor": user, "actor_name": name}
 
 
+def record_cache_purge(sender, *, organization_id, model, purged, command, more, **kwargs) -> None:
+    """responsecache.signals.cache_purged: a purge of the response cache (action `purge`, resource `response_cache`),
+    by the management `command` that ran it, else by the current request's actor."""
+    record_operation(
+        organization_id=organization_id,
+        resource_type="response_cache",
+        resource_id=model or "",
+        resource_label=model or "all entries",
+        action=Action.PURGE,
+        changes={"purged": purged, "model": model, **more},
+        actor=command_actor(command) if command else None,
+    )
+
+
 def record_operation(
     *,
     organization_id,

@@ -14,28 +14,19 @@ from typing import Any
 
 from django.utils import timezone
 
+from accounts import key_limits
 from accounts.models import ApiKey
 from accounts.principal import Principal
 from budgets.counters import recorded_spend_units, units_to_usd
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.periods import period_end
-from guardrails.policy import rule_spend_limit
-from guardrails.selectors import rules_for_key
 from inference.pipeline.context import SpendLimit
-
-# Our guardrail scopes -> the public API's budget layer names.
-GUARDRAIL_LAYER = {"workspace": "workspace_default_key", "member": "member", "api-key": "api_key"}
 
 
 def _layers(api_key: ApiKey) -> list[tuple[str, str | None, str | None, SpendLimit]]:
     """(scope, budget_id, guardrail_id, limit) of every budget layer of the key, in enforcement order."""
-    layers = []
-    rules = rules_for_key(key_id=api_key.id, workspace_id=api_key.workspace_id, user_id=api_key.creator_id)
-    for rule in rules:
-        limit = rule_spend_limit(rule, key_hash=api_key.hash, user_id=api_key.creator_id)
-        if limit is not None:
-            layers.append((GUARDRAIL_LAYER[rule.scope], None, str(rule.id), limit))
+    layers = [layer for reader in key_limits.outer_budget_layers for layer in reader(api_key)]
     budget_ids = _workspace_budget_ids(api_key)
     for limit in workspace_spend_limits(api_key.workspace_id):
         layers.append(("workspace", budget_ids.get(limit.interval), None, limit))

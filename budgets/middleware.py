@@ -22,7 +22,7 @@ from budgets.counters import (
     units_to_usd,
     usd_to_units,
 )
-from budgets.recovery import ROW_NOT_WRITTEN, hold_record
+from budgets.recovery import hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
 from gateway_project.api.serializers import format_timestamp
@@ -32,7 +32,7 @@ from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
 from metering.estimate import request_prompt, worst_case_cost
-from metering.holds import OWNED_BY_TURNS, SETTLED_BY_TURNS
+from metering.holds import OWNED_BY_TURNS, ROW_NOT_WRITTEN, SETTLED_BY_TURNS
 
 logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")

@@ -24,9 +24,6 @@ from decimal import Decimal
 from django.db.models import F
 
 logger = logging.getLogger("gateway.budgets")
-# ctx.extras: accounting gave up writing the request's row (inference/recorder.py): its hold is left to the reaper,
-# which charges it and writes the row `interrupted` (the hold is all that is known to be safe to charge).
-ROW_NOT_WRITTEN = "budgets.row_not_written"
 
 
 def hold_record(ctx) -> dict:
@@ -46,15 +43,6 @@ def hold_record(ctx) -> dict:
         "stream": ctx.stream,
         "region": ctx.region,
     }
-
-
-def replacing_interrupted(conn, fields, table: str) -> str:
-    """The clause by which a request's own row replaces the `interrupted` row the reaper wrote for it (its process
-    lost the database for longer than the hold's TTL, then finished), for inference/accounting.py's insert. The
-    primary key is checked on every insert anyway: no extra statement, no extra lookup."""
-    quote = conn.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = excluded.{quote(f.column)}" for f in fields if not f.primary_key)
-    return f" ON CONFLICT ({quote('id')}) DO UPDATE SET {assignments} WHERE {table}.{quote('status')} = 'interrupted'"
 
 
 def _request_uuid(request_id: str) -> uuid.UUID | None:

@@ -11,3 +11,11 @@ class GuardrailsConfig(AppConfig):
         from guardrails.models import Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment
 
         watch_models(Guardrail, GuardrailKeyAssignment, GuardrailMemberAssignment)
+        # What the layers below show or apply of a key's guardrails (docs/architecture.md: registries).
+        from accounts.key_limits import register_allowed_data_regions, register_budget_layers
+        from guardrails import key_facts
+        from inference.catalog_selectors import register_key_policy
+
+        register_allowed_data_regions(key_facts.allowed_data_regions)
+        register_budget_layers(key_facts.budget_layers)
+        register_key_policy(key_facts.key_policy)

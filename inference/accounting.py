@@ -23,8 +23,8 @@ import orjson
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from budgets.recovery import replacing_interrupted
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
+from inference.interrupted import replacing_interrupted
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.signals import generation_recorded, generation_recording, generations_recorded

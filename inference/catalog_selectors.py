@@ -11,6 +11,7 @@ A model's `pricing`, `top_provider` and `context_length` are those of its first 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -18,10 +19,8 @@ from typing import Any
 from django.db.models import Q
 
 from accounts.principal import Principal
-from guardrails.policy import EffectivePolicy, effective_policy
-from guardrails.selectors import rules_for_key
 from inference.models import Endpoint, Model
-from inference.pipeline.context import Candidate
+from inference.pipeline.context import Candidate, EndpointFilter
 from inference.routing import candidate_from_endpoint
 
 # Endpoint price fields shown in `pricing`, as (catalog field, public name); a field a catalog does not have is
@@ -46,13 +45,29 @@ class VisibleModel:
     moderated: bool = False  # the key's guardrails filter the content of its requests (to every endpoint)
 
 
-def policy_of(principal: Principal) -> EffectivePolicy:
-    """The effective guardrail policy of a key (the one its inference requests are held to)."""
-    rules = rules_for_key(key_id=principal.key_id, workspace_id=principal.workspace_id, user_id=principal.user_id)
-    return effective_policy(rules)
+@dataclass(frozen=True, slots=True)
+class _Unrestricted:
+    """The policy of a key without guardrails installed: every endpoint, no content filters."""
+
+    endpoint_filters: tuple[EndpointFilter, ...] = ()
+    has_filters: bool = False
 
 
-def _allowed(policy: EffectivePolicy, candidate: Candidate) -> bool:
+def _unrestricted(principal: Principal) -> _Unrestricted:
+    return _Unrestricted()
+
+
+# The effective policy of a key (with `endpoint_filters` and `has_filters`), the one its inference requests are
+# held to: registered by GuardrailsConfig.ready() (guardrails.key_facts.key_policy).
+policy_of: Callable[[Principal], Any] = _unrestricted
+
+
+def register_key_policy(reader: Callable[[Principal], Any]) -> None:
+    global policy_of
+    policy_of = reader
+
+
+def _allowed(policy: Any, candidate: Candidate) -> bool:
     return all(f.allows(candidate) for f in policy.endpoint_filters)
 
 

@@ -12,3 +12,6 @@ OWNED_BY_TURNS = "budgets.turns_own_the_hold"  # ctx.extras: the turns settle th
 SETTLED_BY_TURNS = "budgets.settled_by_turns_usd"  # ctx.extras: USD the turns were charged so far
 # ctx.extras: USD the provider reported above what the request was charged (its holds): the row's `reported_cost`.
 OVER_HOLD = "budgets.over_hold_usd"
+# ctx.extras: accounting gave up writing the request's row (inference/recorder.py): its hold is left to the reaper,
+# which charges it and writes the row `interrupted` (the hold is all that is known to be safe to charge).
+ROW_NOT_WRITTEN = "budgets.row_not_written"

@@ -10,19 +10,55 @@ a turn that was sent but never answered (a timeout after the send, an answer cut
 while the provider worked) at its worst case on the endpoint it went to, within its hold; a turn refused
 before it was sent, or with an error status, at 0. A step of tool calls or a plugin that did not finish is
 charged its fee hold (the fees it may have incurred; not the request's hold that the first hold took over).
+
+The holds are taken by the spend policy above inference: `BudgetsConfig.ready()` registers budgets.turns
+(`register_turn_holds`). Without it (no budgets app), a turn holds nothing and is charged its cost within the
+amount it asked to hold, as budgets.turns does for a request no limit applies to.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
-from budgets.turns import TurnHold, hold_turn, settle_turn
 from inference.accounting import price
 from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
 from metering.estimate import worst_case_cost
+
+
+class TurnHolds(Protocol):
+    """Holds a turn's worst case against the request's spend limits, and settles it (budgets.turns is one)."""
+
+    async def hold_turn(self, ctx: Any, amount: Decimal) -> Any: ...  # a turn with `.amount` (USD held)
+
+    async def settle_turn(self, ctx: Any, turn: Any, cost: Decimal, *, is_byok: bool) -> Decimal: ...
+
+
+@dataclass(slots=True)
+class _Turn:
+    amount: Decimal
+
+
+class _NoLimits:
+    """The default without a spend policy: nothing is held; a turn is charged its cost, at most what it asked for."""
+
+    async def hold_turn(self, ctx: Any, amount: Decimal) -> _Turn:
+        return _Turn(amount)
+
+    async def settle_turn(self, ctx: Any, turn: _Turn, cost: Decimal, *, is_byok: bool) -> Decimal:
+        return min(cost, turn.amount) if cost > 0 else Decimal(0)
+
+
+turn_holds: TurnHolds = _NoLimits()
+
+
+def register_turn_holds(holds: TurnHolds) -> None:
+    """Called once from the spend policy's AppConfig.ready() (budgets registers budgets.turns)."""
+    global turn_holds
+    turn_holds = holds
 
 
 class LoopBudget:
@@ -31,7 +67,7 @@ class LoopBudget:
     def __init__(self, ctx: Context, candidates: list[Candidate]) -> None:
         self.ctx = ctx
         self.candidates = candidates
-        self.current: TurnHold | None = None
+        self.current: Any = None  # the turn held now (TurnHolds.hold_turn)
         self.is_model_turn = False
         self.fees = Decimal(0)  # the most the fees held now can charge (the hold may be larger: see hold_fees)
 
@@ -50,7 +86,7 @@ class LoopBudget:
 
     async def hold_model_turn(self, body: dict[str, Any]) -> None:
         """Hold the worst case of a model turn with this body on any candidate (402 when a limit is full)."""
-        self.current = await hold_turn(self.ctx, self.worst_case(body))
+        self.current = await turn_holds.hold_turn(self.ctx, self.worst_case(body))
         self.is_model_turn = True
 
     async def adopt_model_turn(self, held: LoopBudget, body: dict[str, Any]) -> None:
@@ -61,14 +97,14 @@ class LoopBudget:
             self.current, self.is_model_turn = turn, True
             return
         if turn is not None:
-            await settle_turn(self.ctx, turn, Decimal(0), is_byok=False)
+            await turn_holds.settle_turn(self.ctx, turn, Decimal(0), is_byok=False)
         await self.hold_model_turn(body)
 
     async def hold_fees(self, amount: Decimal) -> None:
         """Hold the most that server-tool calls or plugins about to run can charge. The first hold of a request
         takes over the request's whole hold (budgets/turns.py), which can be more than `amount`: a failure is
         charged `amount` at most, never that takeover."""
-        self.current = await hold_turn(self.ctx, amount)
+        self.current = await turn_holds.hold_turn(self.ctx, amount)
         self.is_model_turn = False
         self.fees = amount
 
@@ -77,7 +113,7 @@ class LoopBudget:
         turn, self.current = self.current, None
         if turn is None:
             return Decimal(0)
-        return await settle_turn(self.ctx, turn, cost, is_byok=is_byok)
+        return await turn_holds.settle_turn(self.ctx, turn, cost, is_byok=is_byok)
 
     async def settle_failure(self, state: Any, turns: Any) -> None:
         """Settle the turn or step that failed by what it may have been billed; add it to the loop's totals."""

@@ -9,7 +9,6 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import Organization
-from audit.recording import command_actor
 from responsecache.services import cache_purge, cache_purge_expired
 
 
@@ -36,5 +35,5 @@ class Command(BaseCommand):
             org = Organization.objects.get(pk=organization)
         except (Organization.DoesNotExist, ValidationError, ValueError) as exc:
             raise CommandError(f"no organization {organization}") from exc
-        deleted = cache_purge(organization_id=org.pk, model=model, actor=command_actor("purge_response_cache"))
+        deleted = cache_purge(organization_id=org.pk, model=model, command="purge_response_cache")
         self.stdout.write(f"{deleted} entries deleted (recorded in the audit log)")
