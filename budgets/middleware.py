@@ -28,6 +28,7 @@ from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS, GatewayError
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread, loop_client_usable
+from gateway_project.pipeline import send_ahead
 from gateway_project.policy_cache import PolicyCache
 from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
@@ -157,8 +158,8 @@ class BudgetMiddleware:
             # nothing, but a limit already reached still refuses (DECISIONS §8).
             candidates = []
         amount = usd_to_units(worst_case_cost(ctx.body, candidates, prompt=request_prompt(ctx)))
-        # The hold is sent now and awaited where the request is about to reach the upstream (or to answer), with
-        # the checks sent ahead before it (gateway_project.pipeline.admitted): its round trip overlaps the
+        # The hold is sent now and awaited where the request is about to reach the upstream (or to answer), after
+        # the checks sent ahead before it (gateway_project.pipeline.Admission): its round trip overlaps the
         # preparation of the upstream call. A task, so that a client going away meanwhile cannot cut it short.
         task = asyncio.get_running_loop().create_task(
             _reserve(
@@ -169,17 +170,14 @@ class BudgetMiddleware:
                 record=hold_record(ctx),  # in the hold's own statement: the row rebuilt if the process dies
             )
         )
-        earlier = ctx.admission
 
-        async def admission() -> None:
-            if earlier is not None:  # the rate-limit check: a 429 comes before a 402
-                await earlier()
+        async def hold_taken() -> None:
             try:
                 ctx.reservation = await asyncio.shield(task)
             except LimitExceeded as exc:
                 raise budget_exceeded_error(exc) from None
 
-        ctx.admission = admission
+        send_ahead(ctx, hold_taken)  # after the rate-limit check, when one was sent: a 429 comes before a 402
         try:
             # One turn of the loop: the task's first step sends the hold's statement (libpq writes it as it is
             # queued), and the rate-limit check queued before it leaves too; the request goes on while both travel.

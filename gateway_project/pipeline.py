@@ -16,7 +16,7 @@ in `try/finally` around it, because a client disconnect arrives as `asyncio.Canc
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -240,7 +240,7 @@ class Context:
     ingress_format: str = "responses"  # the client's wire format (inference.models.IngressFormat)
     client_ip: str = ""  # the peer address of the connection (the ASGI scope's client)
     ingress: Any = None  # the inference.ingress.Ingress the request came through (None: Responses)
-    admission: Any = None  # the admission checks sent ahead, not awaited yet (ratelimits, budgets): see `admitted`
+    admission: Admission | None = None  # the checks sent ahead, not awaited yet (ratelimits, budgets): `admitted`
     not_admitted: bool = False  # an admission check refused the request or failed: it is not a recorded request
 
     @property
@@ -248,25 +248,50 @@ class Context:
         return bool(self.body.get("stream"))
 
 
-async def admitted(ctx: Context) -> None:
-    """Await the admission checks middlewares sent ahead and left pending; raises the first refusal (or the
-    check's own failure) and marks the request `not_admitted`.
+class Admission:
+    """The admission checks sent ahead for one request, owned by it (`ctx.admission`) until they are awaited.
 
-    ratelimits.middleware sends the rate-limit check and budgets.middleware the spend hold; each goes on with the
-    chain while its reply travels (the hold's callable awaits the rate limit's first, so a 429 comes before a
-    402). They are awaited before anything can reach the upstream or answer: by the upstream call itself
+    A policy middleware sends its check (`send_ahead`) and goes on with the chain while the check's reply
+    travels: ratelimits.middleware the rate-limit decision, budgets.middleware the spend hold (which is sent while
+    the rate-limit check travels). Each check is a callable that awaits its reply and raises its refusal. `wait`
+    is the one place they are awaited, in the order they were sent, so a 429 comes before a 402 and a refused
+    check leaves the later ones unawaited (their middleware releases what they took)."""
+
+    __slots__ = ("checks",)
+
+    def __init__(self, check: Callable[[], Awaitable[None]]) -> None:
+        self.checks = [check]
+
+    async def wait(self) -> None:
+        for check in self.checks:
+            await check()
+
+
+def send_ahead(ctx: Context, check: Callable[[], Awaitable[None]]) -> None:
+    """Add `check` to the request's admission checks (the first one creates its `Admission`)."""
+    if ctx.admission is None:
+        ctx.admission = Admission(check)
+    else:
+        ctx.admission.checks.append(check)
+
+
+async def admitted(ctx: Context) -> None:
+    """Await the request's admission checks (`Admission.wait`) once, if any are pending; raises the first refusal
+    (or the check's own failure) and marks the request `not_admitted`.
+
+    They are awaited before anything can reach the upstream or answer: by the upstream call itself
     (inference.handler.call_with_fallback: an HTTP adapter's call awaits them once its request is built, right
     before it is written; any other adapter's answer awaits them before it goes out; before the server-tool
-    loop), by the
-    response cache before it answers from the cache, by the chain's innermost handler when it does not await
-    them itself (inference.pipeline.runner.build_chain), and by AccountingMiddleware before it records the
-    request (a request that failed before reaching that point is refused, not recorded, when a check refuses).
+    loop), by the response cache before it answers from the cache, by the chain's innermost handler when it does
+    not await them itself (inference.pipeline.runner.build_chain), and by AccountingMiddleware (or
+    RateLimitMiddleware, for a failure outside it) before a failed request is recorded: a refusal comes first.
+    Whoever comes first awaits them; the others find none pending.
     """
     admission = ctx.admission
     if admission is not None:
         ctx.admission = None
         try:
-            await admission()
+            await admission.wait()
         except BaseException:
             ctx.not_admitted = True
             raise

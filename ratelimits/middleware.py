@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from gateway_project.api.errors import GatewayError
+from gateway_project.pipeline import admitted, send_ahead
 from inference.pipeline.context import Context
 from metering import estimate
 from ratelimits import limiter
@@ -78,8 +79,8 @@ def rate_limit_error(decision: Decision) -> GatewayError:
 
 
 class _Admission:
-    """The decision of a check sent ahead, awaited once (`gateway_project.pipeline.admitted`): sets the
-    rate-limit headers and raises the 429 when refused."""
+    """The rate-limit check sent ahead (`gateway_project.pipeline.send_ahead`), awaited once with the request's
+    other admission checks (`Admission.wait`): sets the rate-limit headers and raises the 429 when refused."""
 
     __slots__ = ("ctx", "decision", "pending")
 
@@ -140,26 +141,25 @@ class RateLimitMiddleware:
                 if settling is not None:
                     await asyncio.shield(settling)
             return
-        admission = _Admission(ctx, pending)
-        ctx.admission = admission
+        check = _Admission(ctx, pending)
+        send_ahead(ctx, check)
         try:
             await self.get_response(ctx)
         except asyncio.CancelledError:
             pending.abandon()
             raise
         except Exception:
-            if ctx.admission is admission:  # failed before the decision was awaited: a refusal comes first
-                ctx.admission = None
+            if check.decision is None and ctx.admission is not None:  # failed before the checks were awaited
                 try:
-                    await admission()
+                    await admitted(ctx)  # a refusal comes first
                 except GatewayError as refused:
                     raise refused from None
             raise  # admitted, or the 429 itself, or the check's own failure: as it is
         else:
-            if admission.decision is None:  # answered without awaiting it (no middleware of this project does)
+            if check.decision is None:  # answered without awaiting it (no middleware of this project does)
                 pending.abandon()
         finally:
-            decision = admission.decision
+            decision = check.decision
             if with_tokens and decision is not None and decision.admitted:
                 settling = _settle_soon(ctx, limits, decision, tokens)
                 if settling is not None:

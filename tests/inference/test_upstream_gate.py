@@ -14,7 +14,7 @@ import functools
 import pytest
 
 from gateway_project.api.errors import GatewayError
-from gateway_project.pipeline import Credential, admitted
+from gateway_project.pipeline import Credential, admitted, send_ahead
 from inference import handler
 from inference.providers import upstream
 from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts, UpstreamCall, UpstreamRequest
@@ -145,7 +145,7 @@ async def test_a_client_gone_while_its_request_waits_at_the_gate_is_not_charged(
         async def admission():
             await never.wait()  # the spend hold's reply still on its way
 
-        ctx.admission = admission
+        send_ahead(ctx, admission)
         call = UpstreamCall(
             body={"input": "hi"},
             upstream_model="m",
