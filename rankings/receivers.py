@@ -20,7 +20,7 @@ from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
 from inference.batch_statements import deferred_statements, sql_literal
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
-from textscan.classifier import prompt_text
+from textscan.texts import prompt_text
 
 logger = logging.getLogger("gateway.rankings")
 

@@ -1,6 +1,6 @@
-"""Classification of a prompt (`prompt_text` of a request body): a category (12 values) and a language type
-(natural or programming), for the sampled rankings dataset (rankings/) and the auto-router's quality scores
-(inference/routers/).
+"""Classification of a prompt (`textscan.texts.prompt_text` of a request body): a category (12 values) and a
+language type (natural or programming), for the sampled rankings dataset (rankings/) and the auto-router's
+quality scores (inference/routers/).
 
 A transparent keyword model: each category has weighted keywords and phrases, matched on word
 boundaries in the lower-cased prompt; the category with the highest score wins, ties broken by the order
@@ -367,24 +367,3 @@ def classify(text: str) -> Classification:
         best = "trivia" if text.strip().endswith("?") else "technology"
     language_type = "programming" if cues >= 2 else "natural"
     return Classification(category=best, language_type=language_type)
-
-
-MAX_CLASSIFIED_CHARS = 8_000
-
-
-def prompt_text(body: dict) -> str:
-    """The instructions and the user-visible text of the input, as one string."""
-    parts: list[str] = []
-    if isinstance(body.get("instructions"), str):
-        parts.append(body["instructions"])
-    items = body.get("input")
-    if isinstance(items, str):
-        parts.append(items)
-    elif isinstance(items, list):
-        for item in items:
-            content = item.get("content") if isinstance(item, dict) else None
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return "\n".join(parts)[:MAX_CLASSIFIED_CHARS]

@@ -1,6 +1,7 @@
 """The texts of a Responses request that content filters read, wherever they stand: `instructions`, every input
 message, tool call (its arguments) and tool output, tool and schema descriptions, prompt variables, and the text
-of files sent inline (`request_texts`); each as a slot that can be read and rewritten in place (redaction).
+of files sent inline (`request_texts`); each as a slot that can be read and rewritten in place (redaction). And
+`prompt_text`: the instructions and the input's text as one string, what the prompt classifier reads.
 
 Shared below the policy apps (docs/architecture.md): the guardrails scan these slots, and the data plane's
 moderation plugin and file handling read them too.
@@ -153,3 +154,24 @@ def has_token_input(body: dict) -> bool:
     """Whether `input` holds token ids (an /embeddings input), which content filters cannot read."""
     data = body.get("input")
     return isinstance(data, list) and bool(data) and isinstance(data[0], (int, list))
+
+
+MAX_CLASSIFIED_CHARS = 8_000
+
+
+def prompt_text(body: dict) -> str:
+    """The instructions and the user-visible text of the input, as one string."""
+    parts: list[str] = []
+    if isinstance(body.get("instructions"), str):
+        parts.append(body["instructions"])
+    items = body.get("input")
+    if isinstance(items, str):
+        parts.append(items)
+    elif isinstance(items, list):
+        for item in items:
+            content = item.get("content") if isinstance(item, dict) else None
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "\n".join(parts)[:MAX_CLASSIFIED_CHARS]

@@ -32,7 +32,8 @@ def route_model(
     request = router_request(ctx.body)
     if request is None:
         return None
-    from textscan.classifier import classify, prompt_text
+    from textscan.classifier import classify
+    from textscan.texts import prompt_text
 
     classification = classify(prompt_text(ctx.body))
     options, excluded = build_pool(ctx.body, snapshot, request, classification.category, usable)

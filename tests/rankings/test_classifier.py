@@ -19,7 +19,8 @@ from rankings.aggregation import week_start_of
 from rankings.models import PendingClassification, WeeklySampledTokens
 from rankings.receivers import is_sampled, queue_sampled_generations
 from tests.inference.conftest import echo_catalog, generations, http  # noqa: F401  (fixtures)
-from textscan.classifier import CATEGORIES, classify, prompt_text
+from textscan.classifier import CATEGORIES, classify
+from textscan.texts import prompt_text
 
 CORPUS = Path(__file__).with_name("classifier_corpus.tsv")
 
