@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
 
-import httpx
+import aiohttp
 from django.db import DatabaseError, close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
@@ -38,6 +38,7 @@ from observability.models import DeliveryStatus, OutboxEntry, TraceBody
 from observability.outbox import bodies_purge, body_release, body_retention
 from observability.senders import DeliveryNotSupported, build_request, response_problem
 from observability.services import outbox_purge_delivered
+from observability.transport import DeliveryClient
 
 logger = logging.getLogger("gateway.observability.worker")
 
@@ -146,7 +147,7 @@ class Worker:
 
     def __init__(self, config: WorkerConfig | None = None) -> None:
         self.config = config or WorkerConfig.from_settings()
-        self.client = httpx.Client(timeout=self.config.timeout, follow_redirects=False)
+        self.client = DeliveryClient(self.config.timeout)
         self.stop = threading.Event()
 
     def close(self) -> None:
@@ -252,10 +253,10 @@ class Worker:
         if refused:  # checked again at delivery: DNS may have changed since the destination was saved
             return self._dead(row, f"destination URL refused: {refused}", None)
         try:
-            response = self.client.request(request.method, request.url, content=request.body, headers=request.headers)
-        except httpx.HTTPError as exc:
+            response = self.client.send(request.method, request.url, request.body, request.headers)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:  # ValueError: a header aiohttp refuses
             return self._failed(row, f"{type(exc).__name__}: {exc}", None, None)
-        status = response.status_code
+        status = response.status
         if 200 <= status < 300:
             problem = response_problem(destination.type, status, response.content)
             if problem:
@@ -263,7 +264,7 @@ class Worker:
             return self._delivered(row, status)
         message = f"HTTP {status}: {response.text[:300]}"
         if status in RETRYABLE_STATUSES or status >= 500:
-            return self._failed(row, message, status, parse_retry_after(response.headers.get("retry-after")))
+            return self._failed(row, message, status, parse_retry_after(response.retry_after))
         return self._dead(row, message, status)
 
     def _finish(self, row: OutboxEntry, **fields) -> None:

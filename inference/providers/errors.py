@@ -19,7 +19,6 @@ from typing import Any
 import aiohttp
 import orjson
 
-from inference.providers import upstream
 from inference.providers.base import ProviderError, ProviderErrorKind
 
 RAW_LIMIT = 2000  # characters of a non-JSON error body kept in `raw`
@@ -137,9 +136,11 @@ def error_for_exception(exc: BaseException, secret: str) -> ProviderError:
     if isinstance(exc, TimeoutError):
         return ProviderError(ProviderErrorKind.TIMEOUT, "upstream timed out", raw=None)
     detail = scrub(str(exc), secret) or type(exc).__name__
-    if isinstance(exc, (aiohttp.ClientConnectorError, upstream.ConnectFailed)):
+    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, unknown host, TLS handshake, the proxy
         return ProviderError(ProviderErrorKind.SERVER, f"cannot connect to upstream: {detail}")
-    if isinstance(exc, (aiohttp.ClientPayloadError, upstream.ResponseCutShort)):
+    if isinstance(exc, aiohttp.ClientHttpProxyError):  # the proxy refused the tunnel (407, 403, 502...)
+        return ProviderError(ProviderErrorKind.SERVER, f"cannot connect to upstream: the proxy answered {detail}")
+    if isinstance(exc, aiohttp.ClientPayloadError):  # the body broke off, or is not valid chunked or compressed data
         return ProviderError(ProviderErrorKind.SERVER, f"upstream response cut short: {detail}")
     return ProviderError(ProviderErrorKind.SERVER, f"upstream connection failed: {detail}")
 

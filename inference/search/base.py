@@ -12,8 +12,9 @@ from decimal import Decimal
 
 import aiohttp
 import orjson
+from yarl import URL
 
-from inference.providers.http import get_session
+from inference.providers import upstream
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +81,23 @@ class SearchEngine:
         timeout = aiohttp.ClientTimeout(total=self.config.timeout)
         try:
             body = self.json_body(query, max_results)
-            call = get_session().request(self.method, url, params=params, headers=headers, json=body, timeout=timeout)
+            target = URL(url)
+            proxy, proxy_auth = upstream.proxy_for_url(target)  # the environment's egress proxy, as provider calls
+            call = upstream.get_session().request(
+                self.method,
+                target,
+                params=params,
+                headers=headers,
+                json=body,
+                timeout=timeout,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+            )
             async with call as response:
                 body = await _read(response, MAX_ANSWER_BYTES)
                 if response.status != 200:
                     raise SearchError(f"{self.name} answered HTTP {response.status}")
-        except (aiohttp.ClientError, TimeoutError) as error:
+        except (aiohttp.ClientError, TimeoutError, ValueError) as error:
             raise SearchError(f"{self.name} is unreachable ({type(error).__name__})") from None
         try:
             data = orjson.loads(body)

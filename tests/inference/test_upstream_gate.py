@@ -21,14 +21,20 @@ from inference.providers.base import ProviderError, ProviderErrorKind, Timeouts,
 from inference.providers.http import close_session, post_json, post_sse
 from ratelimits.middleware import _actual_tokens
 from tests.budgets.conftest import candidate, make_ctx
-from tests.inference.test_upstream_client import Server, fixed, ok, sse_answer
+from tests.fakes.raw_upstream import Server, fixed, ok, sse_answer
 
 
 @pytest.fixture(autouse=True)
 async def _fresh_pool():
-    await close_session()  # this test's event loop gets a pool of its own
+    await close_session()  # this test's event loop gets a session of its own
     yield
     await close_session()
+
+
+def open_connections() -> int:
+    """Connections the running loop's session holds (in use or idle)."""
+    connector = upstream.get_session().connector
+    return sum(len(c) for c in connector._conns.values()) + len(connector._acquired)
 
 
 def slow(data: bytes, seconds: float):
@@ -56,7 +62,7 @@ async def test_the_request_is_written_once_the_gate_passed_and_no_connection_is_
 
         async def gate():
             await asyncio.sleep(0.1)
-            seen_during.append((len(server.requests), server.connections, upstream.get_pool().connections_open()))
+            seen_during.append((len(server.requests), server.connections, open_connections()))
 
         data = await post_json(UpstreamRequest(server.url, {}, {"a": 1}), Timeouts(), "sk", gate)
         assert data == {"a": 1}
@@ -112,7 +118,7 @@ async def test_what_the_gate_raises_goes_through_as_it_is_and_nothing_is_sent(st
                 await post_json(UpstreamRequest(server.url, {}, {"a": 1}), Timeouts(), "sk", gate)
         assert caught.value is refusal
         await asyncio.sleep(0.05)
-        assert (server.connections, server.requests, upstream.get_pool().connections_open()) == (0, [], 0)
+        assert (server.connections, server.requests, open_connections()) == (0, [], 0)
 
 
 @pytest.mark.parametrize(

@@ -188,7 +188,7 @@ def test_generation_recorded_while_receiver_is_down_is_delivered_when_it_comes_b
     worker = make_worker()
     worker.run_once()
     row = OutboxEntry.objects.get()
-    assert row.status == "pending" and row.attempts == 1 and "ConnectError" in row.last_error
+    assert row.status == "pending" and row.attempts == 1 and "Cannot connect to host" in row.last_error
     back = FakeReceiver(port).start()
     try:
         worker.drain()
@@ -358,3 +358,28 @@ def test_a_stopping_worker_releases_the_claimed_rows_it_did_not_start(api, org, 
     assert all(row.claim_token is None and row.next_attempt_at <= timezone.now() for row in pending)
     assert make_worker(batch_size=4).run_once() == 3  # taken by another worker at once
     assert OutboxEntry.objects.filter(status="delivered").count() == 4 and len(receiver.requests) == 4
+
+
+@pytest.mark.django_db
+def test_deliveries_go_through_the_egress_proxy(api, org, receiver, monkeypatch):
+    from inference.providers import upstream
+    from tests.fakes.forward_proxy import ForwardProxy
+
+    proxy = ForwardProxy().start()
+    for name in ("http_proxy", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    upstream.reload()
+    try:
+        webhook(api, receiver)
+        record_generation(org)
+        worker = make_worker()
+        assert worker.run_once() == 1
+        worker.close()
+        assert OutboxEntry.objects.get().status == "delivered" and len(receiver.requests) == 1
+        ((method, target, _),) = proxy.relayed
+        assert (method, target) == ("POST", f"{receiver.url}/hook")
+    finally:
+        monkeypatch.undo()
+        upstream.reload()
+        proxy.stop()
