@@ -58,7 +58,7 @@ class DeliveryClient:
 
     async def _send(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         target = URL(url)
-        proxy, proxy_auth = upstream.proxy_for_url(target)
+        headers, proxy, proxy_headers = upstream.proxy_for_url(target, headers)
         call = upstream.get_session().request(
             method,
             target,
@@ -67,7 +67,7 @@ class DeliveryClient:
             timeout=self.timeout,
             allow_redirects=False,
             proxy=proxy,
-            proxy_auth=proxy_auth,
+            proxy_headers=proxy_headers,
         )
         async with call as response:
             parts: list[bytes] = []

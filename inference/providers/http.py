@@ -140,7 +140,7 @@ async def _prepared(request: UpstreamRequest, gate: Gate | None, secret: str) ->
 
 
 async def _open(url: URL, body: bytes, headers: dict[str, str], timeouts: Timeouts) -> aiohttp.ClientResponse:
-    proxy, proxy_auth = upstream.proxy_for_url(url)
+    headers, proxy, proxy_headers = upstream.proxy_for_url(url, headers)
     response = await get_session().request(
         "POST",
         url,
@@ -149,7 +149,7 @@ async def _open(url: URL, body: bytes, headers: dict[str, str], timeouts: Timeou
         timeout=upstream.connect_timeout(timeouts.connect),
         allow_redirects=False,
         proxy=proxy,
-        proxy_auth=proxy_auth,
+        proxy_headers=proxy_headers,
     )
     if 300 <= response.status < 400:
         response.close()  # the redirect's body (and its target) stays unread

@@ -82,7 +82,7 @@ class SearchEngine:
         try:
             body = self.json_body(query, max_results)
             target = URL(url)
-            proxy, proxy_auth = upstream.proxy_for_url(target)  # the environment's egress proxy, as provider calls
+            headers, proxy, proxy_headers = upstream.proxy_for_url(target, headers)  # the egress proxy, if any
             call = upstream.get_session().request(
                 self.method,
                 target,
@@ -91,7 +91,7 @@ class SearchEngine:
                 json=body,
                 timeout=timeout,
                 proxy=proxy,
-                proxy_auth=proxy_auth,
+                proxy_headers=proxy_headers,
             )
             async with call as response:
                 body = await _read(response, MAX_ANSWER_BYTES)

@@ -11,7 +11,8 @@
 - Redirects are followed by hand (at most `GATEWAY_WEB_FETCH_MAX_REDIRECTS`), each hop checked like the first.
 - At most `GATEWAY_WEB_FETCH_MAX_BYTES` of the (decompressed) body are read; the rest is cut.
 - The whole fetch, redirects included, must finish within `GATEWAY_WEB_FETCH_TIMEOUT` seconds.
-- No cookies, no proxy from the environment, no credentials.
+- No cookies, no credentials, and never the egress proxy of `HTTPS_PROXY` / `HTTP_PROXY` (which the other
+  outbound calls use): a proxy would resolve the name again after the guard checked it (docs/security.md).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 
 - An absolute-form request (`POST http://host:port/path HTTP/1.1`, for `http://` URLs) is sent on to its
   origin in origin form (`POST /path`), its `Proxy-Authorization` and `Proxy-Connection` dropped and
-  `Connection: close` set; the answer is relayed as it arrives (streams included) and the client's connection
-  closed after it.
+  `Connection: close` set; the answer is relayed as it arrives (streams included), with `Connection: close`
+  (one request per client connection).
 - `CONNECT host:port` (for `https://` URLs) opens a TCP connection to the target, answers `200 Connection
   established` and relays bytes both ways (the TLS session is the client's and the origin's: the proxy sees
   none of it).
@@ -81,7 +81,7 @@ class ForwardProxy:
                 await self._tunnel(target, reader, writer)
             else:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                await self._forward(method, target, headers, body, writer)
+                await self._forward(method, target, headers, body, reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, OSError):
             pass
         finally:
@@ -94,7 +94,7 @@ class ForwardProxy:
         await writer.drain()
         await asyncio.gather(_pipe(reader, origin_writer), _pipe(origin_reader, writer))
 
-    async def _forward(self, method: str, target: str, headers: dict[str, str], body: bytes, writer) -> None:
+    async def _forward(self, method: str, target: str, headers: dict[str, str], body: bytes, reader, writer) -> None:
         parts = urlsplit(target)
         if parts.scheme != "http" or not parts.hostname:
             writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
@@ -107,7 +107,17 @@ class ForwardProxy:
         lines.append("Connection: close")
         origin_writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
         await origin_writer.drain()
-        await _pipe(origin_reader, writer)  # the answer, as it arrives, until the origin closes
+        # The answer as it arrives, with `Connection: close` (the client's connection carries this one request),
+        # until the origin or the client closes.
+        status_line, *answer_lines = (await origin_reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        kept = [line for line in answer_lines if line and not line.lower().startswith(("connection:", "keep-alive:"))]
+        writer.write("\r\n".join([status_line, *kept, "Connection: close", "", ""]).encode("latin-1"))
+        relay = asyncio.ensure_future(_pipe(origin_reader, writer))
+        client_gone = asyncio.ensure_future(reader.read())
+        await asyncio.wait([relay, client_gone], return_when=asyncio.FIRST_COMPLETED)
+        relay.cancel()
+        client_gone.cancel()
+        origin_writer.close()
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:

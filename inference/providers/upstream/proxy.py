@@ -18,10 +18,10 @@ from __future__ import annotations
 import functools
 import urllib.request
 
-from aiohttp import BasicAuth
+from aiohttp import encode_basic_auth
 from yarl import URL
 
-Proxy = tuple[URL | None, BasicAuth | None]
+Proxy = tuple[URL | None, dict[str, str] | None]  # (proxy URL, the headers for the proxy: its credentials)
 NO_PROXY: Proxy = (None, None)
 
 
@@ -55,13 +55,15 @@ def _parse(value: str, variable: str) -> Proxy:
         raise UnsupportedProxy(f"{variable} is not a URL") from None
     if url.scheme != "http" or not url.host:
         raise UnsupportedProxy(f"{variable} must be an http://host:port proxy URL (scheme {url.scheme!r})")
-    auth = BasicAuth(url.user or "", url.password or "") if url.user is not None else None
-    return url.with_user(None).with_path("").with_query(None).with_fragment(None), auth
+    headers = None
+    if url.user is not None:
+        headers = {"Proxy-Authorization": encode_basic_auth(url.user, url.password or "")}
+    return url.with_user(None).with_path("").with_query(None).with_fragment(None), headers
 
 
 @functools.lru_cache(maxsize=1024)
 def proxy_for(scheme: str, host: str, port: int | None) -> Proxy:
-    """(proxy URL, its credentials) for a call to `scheme://host:port`, or (None, None) for a direct one;
+    """(proxy URL, headers for the proxy) for a call to `scheme://host:port`, or (None, None) for a direct one;
     UnsupportedProxy for a proxy variable that is not an http:// URL."""
     proxies = _proxies()
     value = proxies.get(scheme)
@@ -72,5 +74,12 @@ def proxy_for(scheme: str, host: str, port: int | None) -> Proxy:
     return _parse(value, f"{scheme.upper()}_PROXY")
 
 
-def proxy_for_url(url: URL) -> Proxy:
-    return proxy_for(url.scheme, url.host or "", url.explicit_port)
+def proxy_for_url(url: URL, headers: dict[str, str]) -> tuple[dict[str, str], URL | None, dict[str, str] | None]:
+    """(the request's headers, the proxy URL or None, the headers of the proxy's CONNECT) of a call to `url`.
+    Through a proxy, an http:// call carries the proxy's credentials itself (absolute form: the proxy takes
+    them off before it forwards the request); an https:// call sends them on its CONNECT only (aiohttp sends
+    `proxy_headers` on CONNECT alone)."""
+    proxy, proxy_headers = proxy_for(url.scheme, url.host or "", url.explicit_port)
+    if proxy_headers is not None and url.scheme == "http":
+        return {**headers, **proxy_headers}, proxy, None
+    return headers, proxy, proxy_headers
