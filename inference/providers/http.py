@@ -140,6 +140,8 @@ async def _prepared(request: UpstreamRequest, gate: Gate | None, secret: str) ->
 
 
 async def _open(url: URL, body: bytes, headers: dict[str, str], timeouts: Timeouts) -> aiohttp.ClientResponse:
+    if url.raw_user is not None and any(name.lower() == "authorization" for name in headers):
+        url = url.with_user(None)  # the request's own credentials win over the URL's (aiohttp refuses both)
     headers, proxy, proxy_headers = upstream.proxy_for_url(url, headers)
     response = await get_session().request(
         "POST",
@@ -162,8 +164,8 @@ async def _open(url: URL, body: bytes, headers: dict[str, str], timeouts: Timeou
 
 
 def _not_sent(error: ValueError, secret: str) -> ProviderError:
-    """A request aiohttp refuses to write (a header with a control character, credentials in the URL and an
-    Authorization header both, a proxy variable that is not an http:// URL): nothing was sent."""
+    """A request aiohttp refuses to write (a header with a control character, a proxy variable that is not an
+    http:// URL): nothing was sent."""
     if isinstance(error, upstream.UnsupportedProxy):
         return ProviderError(ProviderErrorKind.SERVER, f"cannot connect to upstream: {error}")
     return ProviderError(ProviderErrorKind.SERVER, scrub(f"invalid upstream request: {error}", secret))

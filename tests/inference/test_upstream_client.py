@@ -346,6 +346,8 @@ async def test_userinfo_is_sent_as_basic_credentials_and_the_path_is_percent_enc
         request = server.requests[0]
         assert request.startswith(b"POST /v1/ech%C3%B6?x=1 HTTP/1.1\r\n")
         assert b"\r\nAuthorization: Basic " + base64.b64encode(b"us@er:p:ss") + b"\r\n" in request
+        await call(url, {"Authorization": "Bearer sk-own"})  # the request's own credentials win
+        assert b"Basic" not in server.requests[1] and b"Authorization: Bearer sk-own" in server.requests[1]
 
 
 async def read_until_done(url: str) -> list[str]:
