@@ -35,6 +35,33 @@ from inference.providers.canonical import build_output  # noqa: E402
 PIECES = [f"piece {i} " for i in range(20)]
 BODIES = {
     "responses": (RESPONSES, {"model": "bench/fake", "input": "Say hello", "max_output_tokens": 100}),
+    "responses+": (  # an agent's turn: tools, reasoning, text format, metadata, include (the validation's cost)
+        RESPONSES,
+        {
+            "model": "bench/fake",
+            "instructions": "You are a coding agent.",
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "List the files"}]},
+                {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "a.py b.py"},
+            ],
+            "tools": [
+                {"type": "function", "name": "shell", "parameters": {"type": "object"}, "strict": False},
+                {"type": "function", "name": "apply_patch", "description": "Edit files", "parameters": {}},
+            ],
+            "tool_choice": "auto",
+            "parallel_tool_calls": True,
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "text": {"verbosity": "low"},
+            "include": ["reasoning.encrypted_content"],
+            "store": False,
+            "stream": False,
+            "prompt_cache_key": "session-1",
+            "metadata": {"turn": "1"},
+            "max_output_tokens": 100,
+            "temperature": 0.5,
+        },
+    ),
     "chat": (
         CHAT,
         {"model": "bench/fake", "messages": [{"role": "user", "content": "Say hello"}], "max_tokens": 100},

@@ -1,54 +1,37 @@
-"""Validation of the Responses request body (spec "Responses request body", DECISIONS.md §9).
+"""Validation of the Responses request body (spec "Responses request body", DECISIONS.md §9) through its type,
+`inference.responses_request.ResponsesRequest`.
 
-Plain functions over the decoded JSON, one per field, so a typical body validates in a few microseconds.
-Every failure is a 400 naming the field (`validation_error`). `parse_body` decodes with orjson and applies
-the limits of every JSON body (nesting depth, no NUL character: gateway_project/json_input.py).
+A valid body costs one `msgspec.convert` (types, enums, bounds and lengths, in C) and the rules the type cannot
+state for the members flagged `rule` (items of `input` and `tools`, plugins, ...). An invalid one is explained
+by each member's rule, in body order: the member's `check` when it declares one, otherwise a rule derived from
+its type, so every failure is a 400 naming the (nested) field (`validation_error`). `CHECKERS` holds those rules
+by member for the other ingresses, which validate the members they share with /responses the same way.
+`parse_body` decodes with orjson and applies the limits of every JSON body (nesting depth, no NUL character:
+gateway_project/json_input.py).
 """
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
 from gateway_project.json_input import check_json, needs_scan
 from inference import schema_parts as parts
-from inference.members import RESPONSES as RESPONSES_MEMBERS
-from inference.schema_provider import check_provider
-from inference.schema_router import (
-    check_min_p,
-    check_repetition_penalty,
-    check_top_a,
-    check_transforms,
-    check_usage,
-    fold_router_members,
-)
+from inference.member_kinds import Member
+from inference.responses_request import REFUSED_MEMBERS, ResponsesRequest, declared
+from inference.schema_router import fold_router_members
+from inference.schema_rules import MAX_IDENTIFIER, MAX_TOOL_CALLS
 from inference.unknown_members import collect
 
-Checker = Callable[[str, Any], None]
+__all__ = ["CHECKERS", "MAX_IDENTIFIER", "MAX_TOOL_CALLS", "MEMBERS", "parse_body", "validate_body"]
 
-INCLUDE_VALUES = frozenset(
-    {
-        "file_search_call.results",
-        "message.input_image.image_url",
-        "computer_call_output.output.image_url",
-        "reasoning.encrypted_content",
-        "code_interpreter_call.outputs",
-    }
-)
-SERVICE_TIERS = frozenset({"auto", "default", "fast", "flex", "priority", "scale"})
-TRUNCATION_VALUES = frozenset({"auto", "disabled"})
-ROUTE_VALUES = frozenset({"fallback", "sort"})
-MODALITIES = frozenset({"text", "image"})
-MAX_METADATA_PAIRS = 16
-MAX_METADATA_KEY = 64
-MAX_METADATA_VALUE = 512
-MAX_IDENTIFIER = 256
-MAX_CLIENT_METADATA_PAIRS = 64
-MAX_CLIENT_METADATA_VALUE = 16384
-MAX_TOOL_CALLS = 30
+Checker = Callable[[str, Any], None]
 
 
 def parse_body(raw: bytes, forward_unknown: bool = False) -> dict[str, Any]:
@@ -69,19 +52,17 @@ def validate_body(body: Any, forward_unknown: bool = False) -> dict[str, Any]:
     `forward_unknown`)."""
     if not isinstance(body, dict):
         raise GatewayError(400, "Request body must be a JSON object")
-    unknown = False
-    for name, value in body.items():
-        checker = CHECKERS.get(name)
-        if checker is None:
-            member = RESPONSES_MEMBERS.get(name)
-            if member is not None:  # a member of another format, refused here with the table's reason
-                raise validation_error(name, f"is not supported: {member.note}")
-            if not forward_unknown:
-                raise validation_error(name, "unknown parameter")
-            unknown = True
-            continue
-        checker(name, value)
-    if unknown:
+    if NAMES.issuperset(body):
+        try:
+            msgspec.convert(body, ResponsesRequest, strict=True)
+        except msgspec.ValidationError as error:
+            _explain(body, error)
+        for name, value in body.items():
+            rule = RULES.get(name)
+            if rule is not None:
+                rule(name, value)
+    else:
+        _unknown_members(body, forward_unknown)
         collect(body, body, CHECKERS)
     tools = body.get("tools")
     if tools:
@@ -90,222 +71,135 @@ def validate_body(body: Any, forward_unknown: bool = False) -> dict[str, Any]:
     return fold_router_members(body)
 
 
-def _bool(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise validation_error(name, "must be a boolean")
+def _unknown_members(body: dict[str, Any], forward_unknown: bool) -> None:
+    """A body with members the type does not have: each known member checked by its rule, in body order; a member
+    of another format refused with its reason; any other refused unless `forward_unknown`."""
+    for name, value in body.items():
+        checker = CHECKERS.get(name)
+        if checker is not None:
+            checker(name, value)
+        elif name in REFUSED_MEMBERS:
+            raise validation_error(name, f"is not supported: {REFUSED_MEMBERS[name]}")
+        elif not forward_unknown:
+            raise validation_error(name, "unknown parameter")
 
 
-def _strict_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise validation_error(name, "must be a boolean")
+def _explain(body: dict[str, Any], error: msgspec.ValidationError) -> None:
+    """The 400 of the first member, in body order, whose rule refuses it (the type refused one of them)."""
+    for name, value in body.items():
+        checker = CHECKERS.get(name)
+        if checker is not None:
+            checker(name, value)
+    message, _, path = str(error).rpartition(" - at `$")
+    raise validation_error(path.rstrip("`").lstrip(".") or "body", message[:1].lower() + message[1:])
 
 
-def _string(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
-        raise validation_error(name, "must be a string")
+# Rules derived from a member's type, with the messages the API has always given.
 
 
-def _identifier(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str):
-        raise validation_error(name, "must be a string")
-    if len(value) > MAX_IDENTIFIER:
-        raise validation_error(name, f"must be at most {MAX_IDENTIFIER} characters")
+def _unwrap(tp: Any) -> tuple[Any, msgspec.Meta | None]:
+    if typing.get_origin(tp) is typing.Annotated:
+        base, *metas = typing.get_args(tp)
+        return base, next((m for m in metas if isinstance(m, msgspec.Meta)), None)
+    return tp, None
 
 
-def _number(name: str, value: Any, low: float | None = None, high: float | None = None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise validation_error(name, "must be a number")
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise validation_error(name, f"must be between {low} and {high}")
+def _parts(tp: Any) -> tuple[list[Any], bool]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        return [a for a in args if a is not type(None)], type(None) in args
+    return [tp], False
 
 
-def _integer(name: str, value: Any, low: int | None = None, high: int | None = None) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise validation_error(name, "must be an integer")
-    if low is not None and value < low:
-        raise validation_error(name, f"must be at least {low}")
-    if high is not None and value > high:
-        raise validation_error(name, f"must be at most {high}")
-
-
-def _enum(values: frozenset[str]) -> Checker:
-    allowed = ", ".join(sorted(values))
+def _number_rule(kind: type, meta: msgspec.Meta | None, nullable: bool) -> Checker:
+    low, high = (meta.ge, meta.le) if meta else (None, None)
+    integer = kind is int
 
     def check(name: str, value: Any) -> None:
-        if value is not None and not parts.is_one_of(value, values):
-            raise validation_error(name, f"must be one of {allowed}")
+        if value is None and nullable:
+            return
+        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+            raise validation_error(name, "must be an integer" if integer else "must be a number")
+        if not integer and ((low is not None and value < low) or (high is not None and value > high)):
+            raise validation_error(name, f"must be between {low} and {high}")
+        if integer and low is not None and value < low:
+            raise validation_error(name, f"must be at least {low}")
+        if integer and high is not None and value > high:
+            raise validation_error(name, f"must be at most {high}")
 
     return check
 
 
-def _enum_array(values: frozenset[str], nullable: bool) -> Checker:
-    allowed = ", ".join(sorted(values))
+def _scalar_rule(kind: Any, meta: msgspec.Meta | None, nullable: bool) -> Checker:
+    if typing.get_origin(kind) is typing.Literal:
+        values = frozenset(typing.get_args(kind))
+        allowed = parts.allowed_values(values)
+
+        def check_enum(name: str, value: Any) -> None:
+            if not (value is None and nullable) and not parts.is_one_of(value, values):
+                raise validation_error(name, f"must be one of {allowed}")
+
+        return check_enum
+    if kind in (int, float):
+        return _number_rule(kind, meta, nullable)
+    expected, message = {bool: (bool, "must be a boolean"), str: (str, "must be a string")}.get(
+        typing.get_origin(kind) or kind, (dict, "must be an object")
+    )
+    longest = meta.max_length if meta else None
+
+    def check(name: str, value: Any) -> None:
+        if value is None and nullable:
+            return
+        if not isinstance(value, expected):
+            raise validation_error(name, message)
+        if longest is not None and len(value) > longest:
+            raise validation_error(name, f"must be at most {longest} characters")
+
+    return check
+
+
+def _enum_array_rule(item: Any, nullable: bool) -> Checker:
+    values = frozenset(typing.get_args(item))
+    allowed = parts.allowed_values(values)
 
     def check(name: str, value: Any) -> None:
         if value is None and nullable:
             return
         if not isinstance(value, list):
             raise validation_error(name, "must be an array")
-        for index, item in enumerate(value):
-            if not parts.is_one_of(item, values):
+        for index, entry in enumerate(value):
+            if not parts.is_one_of(entry, values):
                 raise validation_error(f"{name}[{index}]", f"must be one of {allowed}")
 
     return check
 
 
-def _object(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, dict):
-        raise validation_error(name, "must be an object")
+def number_between(low: float, high: float) -> Checker:
+    """The rule of a nullable number in [low, high] (Anthropic's temperature range: inference.ingress)."""
+    return _number_rule(float, msgspec.Meta(ge=low, le=high), nullable=True)
 
 
-def _stream_options(name: str, value: Any) -> None:
-    """The Responses stream always ends with the usage (`include_usage` true or false asks nothing else) and is
-    never padded (`include_obfuscation: true` is refused); any other member is unknown."""
-    _object(name, value)
-    for key, item in (value or {}).items():
-        if key not in ("include_usage", "include_obfuscation"):
-            raise validation_error(f"{name}.{key}", "unknown parameter")
-        if not isinstance(item, bool):
-            raise validation_error(f"{name}.{key}", "must be a boolean")
-        if key == "include_obfuscation" and item:
-            raise validation_error(f"{name}.{key}", "is not supported: stream events are never padded")
+def rule_of_type(tp: Any) -> Checker:
+    """The checker a member's type stands for: a number or integer with its bounds, a boolean, a string with
+    its length, one of an enum, an array of an enum, an object (each nullable when the type allows null)."""
+    options, nullable = _parts(tp)
+    (option,) = options
+    kind, meta = _unwrap(option)
+    if typing.get_origin(kind) is list:
+        return _enum_array_rule(typing.get_args(kind)[0], nullable)
+    return _scalar_rule(kind, meta, nullable)
 
 
-def _model(name: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise validation_error(name, "must be a non-empty string")
+def _fields() -> tuple[dict[str, Checker], dict[str, Checker], dict[str, Member]]:
+    checkers, rules, members = {}, {}, {}
+    for field in msgspec.structs.fields(ResponsesRequest):
+        tp, extra = declared(field.type)
+        checkers[field.name] = extra["check"] or rule_of_type(tp)
+        if extra["rule"]:
+            rules[field.name] = checkers[field.name]
+        members[field.name] = extra["member"]
+    return checkers, rules, members
 
 
-def _models(name: str, value: Any) -> None:
-    if not isinstance(value, list):
-        raise validation_error(name, "must be an array of model slugs")
-    for index, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
-            raise validation_error(f"{name}[{index}]", "must be a non-empty string")
-
-
-def _metadata(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise validation_error(name, "must be an object of string pairs")
-    if len(value) > MAX_METADATA_PAIRS:
-        raise validation_error(name, f"must have at most {MAX_METADATA_PAIRS} pairs")
-    for key, item in value.items():
-        if len(key) > MAX_METADATA_KEY:
-            raise validation_error(f"{name}.{key}", f"key must be at most {MAX_METADATA_KEY} characters")
-        if "[" in key or "]" in key:
-            raise validation_error(f"{name}.{key}", "key must not contain brackets")
-        if not isinstance(item, str):
-            raise validation_error(f"{name}.{key}", "value must be a string")
-        if len(item) > MAX_METADATA_VALUE:
-            raise validation_error(f"{name}.{key}", f"value must be at most {MAX_METADATA_VALUE} characters")
-
-
-def _client_metadata(name: str, value: Any) -> None:
-    """Codex's per-turn metadata (ids, a JSON turn description): string pairs, forwarded to a Responses upstream
-    and recorded on the generation. Longer than `metadata` allows: Codex's turn metadata is a JSON document."""
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise validation_error(name, "must be an object of string pairs")
-    if len(value) > MAX_CLIENT_METADATA_PAIRS:
-        raise validation_error(name, f"must have at most {MAX_CLIENT_METADATA_PAIRS} pairs")
-    for key, item in value.items():
-        if len(key) > MAX_METADATA_KEY:
-            raise validation_error(f"{name}.{key}", f"key must be at most {MAX_METADATA_KEY} characters")
-        if not isinstance(item, str):
-            raise validation_error(f"{name}.{key}", "value must be a string")
-        if len(item) > MAX_CLIENT_METADATA_VALUE:
-            raise validation_error(f"{name}.{key}", f"value must be at most {MAX_CLIENT_METADATA_VALUE} characters")
-
-
-def _previous_response_id(name: str, value: Any) -> None:
-    if value is not None:
-        raise validation_error(name, "is not supported: the API is stateless; send the full history in input")
-
-
-def _conversation(name: str, value: Any) -> None:
-    if value is not None:
-        raise validation_error(name, "is not supported: the API is stateless; send the full history in input")
-
-
-def _store(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise validation_error(name, "must be a boolean")
-    if value:
-        raise validation_error(name, "must be false: the API stores no responses")
-
-
-def _background(name: str, value: Any) -> None:
-    _bool(name, value)
-    if value:
-        raise validation_error(name, "is not supported: the API is stateless")
-
-
-def _top_k(name: str, value: Any) -> None:
-    if value is None:
-        raise validation_error(name, "must be an integer")
-    _integer(name, value, 0)
-
-
-def _max_tool_calls(name: str, value: Any) -> None:
-    _integer(name, value, 0, MAX_TOOL_CALLS)
-
-
-CHECKERS: dict[str, Checker] = {
-    "background": _background,
-    "cache_control": parts.check_cache_control,
-    "client_metadata": _client_metadata,
-    "conversation": _conversation,
-    "debug": parts.check_debug,
-    "frequency_penalty": lambda n, v: _number(n, v, -2, 2),
-    "image_config": parts.check_image_config,
-    "include": _enum_array(INCLUDE_VALUES, nullable=True),
-    "input": parts.check_input,
-    "instructions": _string,
-    "max_output_tokens": lambda n, v: _integer(n, v, 1),
-    "max_tool_calls": _max_tool_calls,
-    "metadata": _metadata,
-    "min_p": check_min_p,
-    "modalities": _enum_array(MODALITIES, nullable=False),
-    "model": _model,
-    "models": _models,
-    "parallel_tool_calls": _bool,
-    "plugins": parts.check_plugins,
-    "presence_penalty": lambda n, v: _number(n, v, -2, 2),
-    "previous_response_id": _previous_response_id,
-    "prompt": parts.check_prompt,
-    "prompt_cache_key": _string,
-    "prompt_cache_options": parts.check_prompt_cache_options,
-    "provider": check_provider,
-    "reasoning": parts.check_reasoning,
-    "repetition_penalty": check_repetition_penalty,
-    "route": _enum(ROUTE_VALUES),
-    "safety_identifier": _identifier,
-    "service_tier": _enum(SERVICE_TIERS),
-    "session_id": _identifier,
-    "stop_server_tools_when": parts.check_stop_conditions,
-    "store": _store,
-    "stream": _strict_bool,
-    "stream_options": _stream_options,
-    "temperature": lambda n, v: _number(n, v, 0, 2),
-    "text": parts.check_text,
-    "tool_choice": parts.check_tool_choice,
-    "tools": parts.check_tools,
-    "top_a": check_top_a,
-    "top_k": _top_k,
-    "top_logprobs": lambda n, v: _integer(n, v, 0, 20),
-    "top_p": lambda n, v: _number(n, v, 0, 1),
-    "trace": _object,
-    "transforms": check_transforms,
-    "truncation": _enum(TRUNCATION_VALUES),
-    "usage": check_usage,
-    "user": _identifier,
-}
+CHECKERS, RULES, MEMBERS = _fields()
+NAMES = frozenset(CHECKERS)

@@ -65,6 +65,7 @@ SHARED = (
     "max_tool_calls",
     "stop_server_tools_when",
 )
+ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
 THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
 
 
@@ -265,9 +266,7 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
         collect(body, out, MEMBERS)
     for name in SHARED:
         if body.get(name) is not None:
-            check = schema.CHECKERS[name]
-            if name == "temperature":
-                check = lambda n, v: schema._number(n, v, 0, 1)  # noqa: E731 (Anthropic's range)
+            check = ANTHROPIC_TEMPERATURE if name == "temperature" else schema.CHECKERS[name]
             check(name, body[name])
             out[name] = body[name]
     if not out.get("model") and not out.get("models"):

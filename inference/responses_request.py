@@ -1,0 +1,314 @@
+"""The Responses request body, typed once (msgspec): the canonical request every wire format converts into.
+
+`ResponsesRequest` declares each top-level member: its JSON type with enums, bounds and lengths (what
+msgspec validates, what the OpenAPI schema shows: inference.openapi), and in its `Meta.extra`:
+- `member`: what the gateway does with it (the row of the Responses member table: inference.members);
+- `check`: the member's rule with the gateway's own 400 message, when the type alone cannot say it (a member
+  without one gets a rule derived from its type: inference.schema);
+- `rule: True`: that rule also runs on every request carrying the member, because it checks more than the
+  type states (items of `input` and `tools`, plugin options, `store: false`, ...).
+`REFUSED_MEMBERS` are members of other formats, a 400 naming them with the reason. The gateway keeps the body
+as the decoded dict (the pipeline reads and edits it); the struct is the description and the validator.
+"""
+
+import typing
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from inference import schema_parts as parts
+from inference import schema_provider as provider_rules
+from inference import schema_router as router_rules
+from inference import schema_rules as rules
+from inference.member_kinds import (
+    CACHE,
+    GATEWAY,
+    HONOURED,
+    PARTLY,
+    ROUTER,
+    ROUTING,
+    SAMPLING,
+    SPEED_REFUSED,
+    TRANSFORMS,
+    Member,
+)
+from inference.plugins.registry import PLUGIN_IDS
+
+
+def member(tp: Any, handling: str, note: str = "", *, check=None, rule: bool = False, doc: str = "", **schema):
+    """`tp` with its member-table row, its rule (see the module docstring) and its OpenAPI description."""
+    extra = {"member": Member(handling, note), "check": check, "rule": rule}
+    return Annotated[tp, Meta(description=doc or note or None, extra=extra, extra_json_schema=schema or None)]
+
+
+def declared(tp: Any) -> tuple[Any, dict[str, Any]]:
+    """A member's type without its declaration, and the declaration's `extra` (the last Meta: Annotated types
+    nest flat, after any constraint of the type itself)."""
+    base, *metas = typing.get_args(tp)
+    return (typing.Annotated[(base, *metas[:-1])] if len(metas) > 1 else base), metas[-1].extra
+
+
+def one_of(values) -> Any:
+    return Literal[tuple(sorted(values))]
+
+
+def number(low: float, high: float) -> Any:
+    return Annotated[float, Meta(ge=low, le=high)] | None
+
+
+def integer(low: int, high: int | None = None) -> Any:
+    return Annotated[int, Meta(ge=low, le=high)]
+
+
+NonBlank = Annotated[str, Meta(pattern=r"\S")]
+Identifier = Annotated[str, Meta(max_length=rules.MAX_IDENTIFIER)] | None
+
+
+class CacheControl(msgspec.Struct):
+    type: Literal["ephemeral"]
+    ttl: str | UnsetType = UNSET
+
+
+class Debug(msgspec.Struct):
+    echo_upstream_body: bool | UnsetType = UNSET
+
+
+class Prompt(msgspec.Struct):
+    id: Annotated[str, Meta(min_length=1)]
+    variables: dict[str, Any] | None = None
+
+
+class PromptCacheOptions(msgspec.Struct):
+    mode: Literal["explicit"] | UnsetType = UNSET
+    ttl: str | UnsetType = UNSET
+
+
+class Reasoning(msgspec.Struct):
+    effort: one_of(parts.REASONING_EFFORTS) | None = None
+    summary: one_of(parts.REASONING_SUMMARIES) | None = None
+    enabled: bool | None = None
+    max_tokens: Annotated[int, Meta(ge=0)] | None = None
+
+
+class TextFormatText(msgspec.Struct, tag_field="type", tag="text"):
+    pass
+
+
+class TextFormatJsonObject(msgspec.Struct, tag_field="type", tag="json_object"):
+    pass
+
+
+class TextFormatJsonSchema(msgspec.Struct, tag_field="type", tag="json_schema"):
+    name: Annotated[str, Meta(min_length=1)]
+    schema: dict[str, Any]
+
+
+class Text(msgspec.Struct):
+    format: TextFormatText | TextFormatJsonObject | TextFormatJsonSchema | None = None
+    verbosity: one_of(parts.VERBOSITIES) | None = None
+
+
+class ToolChoiceObject(msgspec.Struct):
+    type: str
+
+
+class Tool(msgspec.Struct):
+    type: Annotated[str, Meta(min_length=1)]
+    name: Annotated[str, Meta(min_length=1)] | UnsetType = UNSET
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+    defer_loading: Annotated[bool, Meta(description=f"Needs the {parts.TOOL_SEARCH} server tool")] | None = None
+
+
+class Plugin(msgspec.Struct):
+    id: one_of(PLUGIN_IDS)
+    enabled: bool | UnsetType = UNSET
+
+
+Positive = Annotated[float, Meta(gt=0)]
+PositiveInt = Annotated[int, Meta(gt=0)]
+
+
+class StepCountIs(msgspec.Struct, tag_field="type", tag="step_count_is"):
+    step_count: PositiveInt
+
+
+class MaxCost(msgspec.Struct, tag_field="type", tag="max_cost"):
+    max_cost_in_dollars: Positive
+
+
+class HasToolCall(msgspec.Struct, tag_field="type", tag="has_tool_call"):
+    tool_name: str
+
+
+class MaxTokensUsed(msgspec.Struct, tag_field="type", tag="max_tokens_used"):
+    max_tokens: PositiveInt
+
+
+class FinishReasonIs(msgspec.Struct, tag_field="type", tag="finish_reason_is"):
+    reason: str
+
+
+StopCondition = StepCountIs | MaxCost | HasToolCall | MaxTokensUsed | FinishReasonIs
+SortBy = one_of(provider_rules.SORT_BY)
+Price = Annotated[float, Meta(ge=0)] | UnsetType
+
+
+class Sort(msgspec.Struct):
+    by: SortBy
+    partition: one_of(provider_rules.SORT_PARTITIONS) | None = None
+
+
+class MaxPrice(msgspec.Struct, forbid_unknown_fields=True):
+    prompt: Price = UNSET
+    completion: Price = UNSET
+    request: Price = UNSET
+    image: Annotated[Price, Meta(description="Not supported: the catalog has no per-image prices")] = UNSET
+
+
+class Provider(msgspec.Struct, forbid_unknown_fields=True):
+    order: list[str] | UnsetType = UNSET
+    only: list[str] | UnsetType = UNSET
+    ignore: list[str] | UnsetType = UNSET
+    quantizations: Annotated[list[str], Meta(max_length=0, description=provider_rules.NO_DATA["quantizations"])] = []
+    allow_fallbacks: bool | None = None
+    require_parameters: bool | None = None
+    zdr: bool | None = None
+    data_collection: one_of(provider_rules.DATA_COLLECTION) | None = None
+    sort: SortBy | Sort | None = None
+    max_price: MaxPrice | UnsetType = UNSET
+    preferred_min_throughput: Annotated[float, Meta(ge=0, description="Not supported: 400")] | None = None
+    preferred_max_latency: Annotated[float, Meta(ge=0, description="Not supported: 400")] | None = None
+
+
+class StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
+    include_usage: bool | UnsetType = UNSET
+    include_obfuscation: Annotated[bool, Meta(description="Only false: events are never padded")] | UnsetType = UNSET
+
+
+class Usage(msgspec.Struct, forbid_unknown_fields=True):
+    include: bool | UnsetType = UNSET
+
+
+Key = Annotated[str, Meta(max_length=rules.MAX_METADATA_KEY)]
+Pairs = dict[Key, Annotated[str, Meta(max_length=rules.MAX_METADATA_VALUE)]]
+ClientPairs = dict[Key, Annotated[str, Meta(max_length=rules.MAX_CLIENT_METADATA_VALUE)]]
+INCLUDE_VALUES = frozenset(
+    {
+        "file_search_call.results",
+        "message.input_image.image_url",
+        "computer_call_output.output.image_url",
+        "reasoning.encrypted_content",
+        "code_interpreter_call.outputs",
+    }
+)
+SERVICE_TIERS = frozenset({"auto", "default", "fast", "flex", "priority", "scale"})
+TRUNCATION_VALUES = frozenset({"auto", "disabled"})
+ROUTE_VALUES = frozenset({"fallback", "sort"})
+MODALITIES = frozenset({"text", "image"})
+TOOLS_DOC = (
+    "Function tools, provider tool kinds, and the server tools the gateway runs itself: `service:web_search`, "
+    "`service:tool_search`, `service:web_fetch`, each with optional `parameters` (docs/server-tools.md); another "
+    "`service:*` kind is refused with 400. A `namespace` tool (a group of function tools) goes to Responses "
+    "providers as it is and to other formats as `namespace__name` functions, its calls answered with their "
+    "`namespace`. The hosted `web_search` runs on the gateway's search engine when one is configured, else goes "
+    "to an openai-responses provider (400 elsewhere)."
+)
+PLUGINS_DOC = (
+    "Implemented: `web` (max_results, search_prompt, engine), `web-fetch` (max_urls, max_chars), `auto-router` / "
+    "`auto-beta-router` (allowed_models, excluded_models, cost_tier, pin_model), `pareto-router` (min_coding_score, "
+    "allowed_models, excluded_models, pin_model), `fusion` (analysis_models, max_chars), `file-parser` (pdf.engine "
+    "pdf-text|native, pdf.max_pages), `response-healing`, `context-compression` (engine middle-out), `moderation` "
+    "(detectors, check_output); an id outside the contract is refused with 400 naming it (docs/plugins.md)."
+)
+IMAGE_NOTE = "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"
+LOOP_BOUND = "bound of the server-tool loop"
+STATELESS = "only null: the API is stateless; send the full history in input"
+
+
+class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
+    """An OpenAI Responses request. `model` (or `models`) and `input` are what a minimal request carries. Other
+    members go as sent to openai-responses upstreams (a 400 naming them when translated)."""
+
+    model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", check=rules.check_model,
+                  example="echo/echo-1") = ""  # fmt: skip
+    models: member(list[NonBlank], GATEWAY, "fallback models, tried after `model`", check=rules.check_models) = UNSET
+    input: member(str | list[dict[str, Any]], HONOURED, "a string or items", check=parts.check_input, rule=True,
+                  doc="A string (one user message) or an array of input items.") = ""  # fmt: skip
+    instructions: member(str | None, HONOURED) = None
+    tools: member(list[Tool] | None, HONOURED, "function tools; `service:` server tools run by the gateway",
+                  check=parts.check_tools, rule=True, doc=TOOLS_DOC) = None  # fmt: skip
+    tool_choice: member(one_of(parts.TOOL_CHOICE_STRINGS) | ToolChoiceObject | None, HONOURED,
+                        check=parts.check_tool_choice) = None  # fmt: skip
+    parallel_tool_calls: member(bool | None, HONOURED) = None
+    max_tool_calls: member(integer(0, rules.MAX_TOOL_CALLS) | None, HONOURED,
+                           "also bounds the gateway's server-tool loop") = None  # fmt: skip
+    text: member(Text | None, HONOURED, "format (text, json_object, json_schema), verbosity",
+                 check=parts.check_text) = None  # fmt: skip
+    reasoning: member(Reasoning | None, HONOURED, "effort, summary, enabled, max_tokens",
+                      check=parts.check_reasoning) = None  # fmt: skip
+    max_output_tokens: member(integer(1) | None, HONOURED) = None
+    temperature: member(number(0, 2), ROUTER, f"0..2; {SAMPLING}") = None
+    top_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
+    top_k: member(integer(0), ROUTER, f"integer ≥ 0; {SAMPLING}") = 0
+    min_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
+    top_a: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
+    frequency_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
+    presence_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
+    repetition_penalty: member(number(0, 2), ROUTER, f"0..2; {SAMPLING}") = None
+    top_logprobs: member(integer(0, 20) | None, ROUTER, f"0..20; {SAMPLING}") = None
+    cache_control: member(CacheControl | None, ROUTER, CACHE, check=parts.check_cache_control) = None
+    stream: member(bool, HONOURED, "Responses events", doc="true answers text/event-stream") = False
+    stream_options: member(StreamOptions | None, PARTLY,
+                           "the stream always ends with the usage; `include_obfuscation: true` → 400",
+                           check=rules.check_stream_options, rule=True) = None  # fmt: skip
+    include: member(list[one_of(INCLUDE_VALUES)] | None, HONOURED,
+                    "`openai-responses` endpoints; `reasoning.encrypted_content` on every format (the reasoning the "
+                    "provider signed or encrypted is returned)") = None  # fmt: skip
+    metadata: member(Annotated[Pairs, Meta(max_length=rules.MAX_METADATA_PAIRS)] | None, GATEWAY,
+                     "kept for accounting and observability", check=rules.check_metadata, rule=True,
+                     doc=f"String pairs; keys at most {rules.MAX_METADATA_KEY} characters, without brackets.",
+                     ) = None  # fmt: skip
+    client_metadata: member(Annotated[ClientPairs, Meta(max_length=rules.MAX_CLIENT_METADATA_PAIRS)] | None,
+                            HONOURED, "`openai-responses` endpoints; recorded on the Generation for every format",
+                            check=rules.check_client_metadata) = None  # fmt: skip
+    user: member(Identifier, HONOURED, "hashed before it reaches a provider") = None
+    safety_identifier: member(Identifier, HONOURED, "hashed before it reaches a provider") = None
+    prompt_cache_key: member(str | None, HONOURED, "OpenAI endpoints") = None
+    prompt_cache_options: member(PromptCacheOptions | None, HONOURED,
+                                 "`openai-responses` endpoints only (others skipped; none → 400)",
+                                 check=parts.check_prompt_cache_options) = None  # fmt: skip
+    prompt: member(Prompt | None, HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)",
+                   check=parts.check_prompt) = None  # fmt: skip
+    service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, "auto, default, fast, flex, priority, scale") = None
+    truncation: member(one_of(TRUNCATION_VALUES) | None, HONOURED, "auto, disabled") = None
+    modalities: member(list[one_of(MODALITIES)], HONOURED, IMAGE_NOTE) = UNSET
+    image_config: member(dict[str, str | float | list[Any]] | None, HONOURED, "needs `modalities` with `image`",
+                         check=parts.check_image_config) = None  # fmt: skip
+    store: member(bool, PARTLY, "only false: the API stores no responses", check=rules.check_store, rule=True,
+                  enum=[False]) = False  # fmt: skip
+    background: member(bool | None, PARTLY, "only false: the API is stateless", check=rules.check_background,
+                       rule=True, enum=[False, None]) = None  # fmt: skip
+    previous_response_id: member(None, PARTLY, STATELESS, check=rules.check_stateless) = None
+    conversation: member(None, PARTLY, STATELESS, check=rules.check_stateless) = None
+    stop_server_tools_when: member(Annotated[list[StopCondition], Meta(min_length=1)], GATEWAY, LOOP_BOUND,
+                                   check=parts.check_stop_conditions) = UNSET  # fmt: skip
+    provider: member(Provider | None, GATEWAY, ROUTING, check=provider_rules.check_provider, rule=True) = None
+    route: member(one_of(ROUTE_VALUES) | None, GATEWAY, ROUTING) = None
+    session_id: member(Identifier, GATEWAY, "sticky routing, observability") = None
+    trace: member(dict[str, Any] | None, GATEWAY, "observability") = None
+    plugins: member(list[Plugin], GATEWAY, "docs/plugins.md", check=parts.check_plugins, rule=True,
+                    doc=PLUGINS_DOC) = UNSET  # fmt: skip
+    transforms: member(list[Literal["middle-out"]] | None, GATEWAY, TRANSFORMS,
+                       check=router_rules.check_transforms) = None  # fmt: skip
+    usage: member(Usage | None, GATEWAY,
+                  "`{include}`: usage with `cost` is in every answer and at the end of every stream",
+                  check=router_rules.check_usage) = None  # fmt: skip
+    debug: member(Debug | None, GATEWAY,
+                  "`{echo_upstream_body}`: the upstream body, in the first event of a stream or the JSON answer",
+                  check=parts.check_debug) = None  # fmt: skip
+
+
+REFUSED_MEMBERS = {"speed": SPEED_REFUSED}  # members of another format: a 400 with the reason
