@@ -89,20 +89,7 @@ CHAT_CONFIG_FIELDS: tuple[str, ...] = (
 )
 PLACEHOLDER_MESSAGES = [{"role": "user", "content": "-"}]
 
-# Messages fields whose name and meaning are the same in a Responses request.
-_SAME_IN_RESPONSES = (
-    "model",
-    "temperature",
-    "top_p",
-    "top_k",
-    "provider",
-    "plugins",
-    "route",
-    "stop_server_tools_when",
-    "cache_control",
-)
-
-_TOOL_CHOICE_TYPES = {"auto": "auto", "any": "required", "none": "none"}
+PLACEHOLDER_MAX_TOKENS = 1  # a messages preset may leave max_tokens out; the live converter requires it
 
 
 def pick_config(body: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
@@ -119,58 +106,31 @@ def system_prompt_from_messages(system: Any) -> str:
     return "\n\n".join(block["text"] for block in system)
 
 
-def _messages_tool(tool: dict[str, Any]) -> dict[str, Any]:
-    if "input_schema" not in tool and "type" in tool:
-        return dict(tool)  # a server tool such as {"type": "service:web_search"} is the same in both formats
-    converted: dict[str, Any] = {"type": "function", "name": tool["name"]}
-    if "description" in tool:
-        converted["description"] = tool["description"]
-    converted["parameters"] = tool.get("input_schema") or {"type": "object", "properties": {}}
-    return converted
-
-
-def _messages_tool_choice(choice: dict[str, Any], fields: dict[str, Any]) -> None:
-    kind = choice["type"]
-    if kind == "tool":
-        fields["tool_choice"] = {"type": "function", "name": choice["name"]}
-    else:
-        fields["tool_choice"] = _TOOL_CHOICE_TYPES[kind]
-    if choice.get("disable_parallel_tool_use") is True:
-        fields["parallel_tool_calls"] = False
-
-
-def _messages_output_config(output_config: dict[str, Any], fields: dict[str, Any]) -> None:
-    if output_config.get("effort") is not None:
-        fields["reasoning"] = {"effort": output_config["effort"]}
-    output_format = output_config.get("format")
-    if output_format is not None:
-        text_format = {"type": "json_schema", "name": output_format.get("name", "output"), "strict": True}
-        text_format["schema"] = output_format["schema"]
-        fields["text"] = {"format": text_format}
-
-
 def messages_to_responses(config: dict[str, Any]) -> dict[str, Any]:
-    """Responses request fields equivalent to a config stored from a messages body.
+    """Responses request fields equivalent to a config stored from a messages body: the /messages ingress's own
+    translation (inference.ingress.messages_request.to_canonical: `max_tokens` → `max_output_tokens`,
+    `speed: fast` → `service_tier: fast`, `output_config` → `reasoning.effort` / `text.format`, tools and
+    `tool_choice` in their Responses shapes, ...), so a preset means what the same body means on /messages.
 
-    `fallbacks` become `models` (the primary model first, then the fallbacks in order), `max_tokens` becomes
-    `max_output_tokens`, `output_config.effort` becomes `reasoning.effort` and `output_config.format` a
-    `text.format` of type `json_schema`, `speed: fast` becomes `service_tier: priority` (`standard` and null
-    leave the default tier), tools and `tool_choice` take their Responses shapes.
+    The preset's own members first: `fallbacks` become `models` (the primary model first, then the fallbacks in
+    order); `output_config.task_budget`, which the presets API accepts, has no Responses equivalent and is left
+    out (as before).
     """
-    fields: dict[str, Any] = {name: config[name] for name in _SAME_IN_RESPONSES if name in config}
+    from inference.ingress.messages_request import to_canonical
+
+    body = {name: value for name, value in config.items() if name != "fallbacks"}
     if config.get("fallbacks"):
         primary = [config["model"]] if config.get("model") else []
-        fields["models"] = primary + [entry["model"] for entry in config["fallbacks"]]
-    if config.get("max_tokens") is not None:
-        fields["max_output_tokens"] = config["max_tokens"]
-    if config.get("tools") is not None:
-        fields["tools"] = [_messages_tool(tool) for tool in config["tools"]]
-    if config.get("tool_choice") is not None:
-        _messages_tool_choice(config["tool_choice"], fields)
-    if config.get("output_config") is not None:
-        _messages_output_config(config["output_config"], fields)
-    if config.get("speed") == "fast":
-        fields["service_tier"] = "priority"
+        body["models"] = primary + [entry["model"] for entry in config["fallbacks"]]
+    output_config = body.get("output_config")
+    if isinstance(output_config, dict) and "task_budget" in output_config:
+        body["output_config"] = {key: value for key, value in output_config.items() if key != "task_budget"}
+    if body.get("max_tokens") is None:
+        body["max_tokens"] = PLACEHOLDER_MAX_TOKENS
+    fields = to_canonical({**body, "messages": PLACEHOLDER_MESSAGES})
+    fields.pop("input", None)
+    if config.get("max_tokens") is None:
+        fields.pop("max_output_tokens", None)
     return fields
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from gateway_project.api.errors import validation_error
 from gateway_project.api.serializers import refuse_unknown_members
 from inference import schema
-from presets.config import messages_to_responses
+from presets.config import MESSAGES_CONFIG_FIELDS, messages_to_responses, pick_config
 
 MAX_FALLBACKS = 3
 SPEEDS = ("fast", "standard")
@@ -178,8 +178,8 @@ def _tool_choice(body: dict) -> None:
 def validate_messages_body(body: Any) -> dict:
     """Check a messages-format body; returns it unchanged, or raises a 400 naming the first bad field.
 
-    Last, the Responses fields the preset's config stands for are checked with inference's validator, so
-    a stored preset always applies as a valid Responses request.
+    Last, the config the preset keeps is translated by the /messages ingress's own converter (the one applying
+    it on use), so a stored preset always applies.
     """
     if not isinstance(body, dict):
         raise validation_error("body", "must be a JSON object")
@@ -197,5 +197,6 @@ def validate_messages_body(body: Any) -> dict:
         raise validation_error("speed", "must be one of fast, standard or null")
     _tools(body)
     _tool_choice(body)
-    schema.validate_body(messages_to_responses(body))
+    if body.get("model") or body.get("fallbacks"):  # without either, the service's 400 says a preset needs one
+        messages_to_responses(pick_config(body, MESSAGES_CONFIG_FIELDS))
     return body

@@ -109,8 +109,9 @@ async def test_messages_preset_maps_to_responses_fields(org):
         "model": "anthropic/claude",
         "models": ["anthropic/claude", "openai/gpt-4o-mini", "x/y"],
         "max_output_tokens": 64,
-        "service_tier": "priority",
+        "service_tier": "fast",  # as /messages maps speed: fast (the same converter)
         "reasoning": {"effort": "low"},
+        "anthropic_output_config": body["output_config"],  # Anthropic-format endpoints get it as sent
         "text": {"format": {"type": "json_schema", "name": "output", "strict": True, "schema": {"type": "object"}}},
         "tools": [{"type": "function", "name": "lookup", "description": "Find.", "parameters": {"type": "object"}}],
         "tool_choice": "required",
