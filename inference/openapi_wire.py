@@ -1,138 +1,42 @@
 """OpenAPI operations of POST /api/v1/chat/completions and POST /api/v1/messages (Channels consumers, not DRF
 views), added to the document by `inference.openapi.add_responses_operation`.
 
-The request schemas list every member the ingress adapters know; any other member is forwarded as sent to an
-upstream speaking the same format, and is a 400 naming it when the request is translated (docs/wire-formats.md
-says what each one becomes and what is refused).
+The request schemas are generated from the ingresses' typed requests (inference.chat_request_type,
+inference.messages_request_type): every member the ingress adapters know; any other member is forwarded as sent
+to an upstream speaking the same format, and is a 400 naming it when the request is translated
+(docs/wire-formats.md says what each one becomes and what is refused).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from inference.ingress.chat_request import HANDLED as CHAT_HANDLED
-from inference.ingress.chat_request import SHARED as CHAT_SHARED
-from inference.ingress.messages_request import HANDLED as MESSAGES_HANDLED
-from inference.ingress.messages_request import SHARED as MESSAGES_SHARED
+from inference.chat_request_type import ChatRequest
 from inference.ingress.messages_response import ERROR_TYPES
+from inference.messages_request_type import MessagesRequest
+from inference.openapi_types import openapi_properties
 
 CHAT_PATH = "/api/v1/chat/completions"
 MESSAGES_PATH = "/api/v1/messages"
-ANY = {"nullable": True, "description": "See docs/wire-formats.md"}
-NUMBER = {"type": "number", "nullable": True}
-INTEGER = {"type": "integer", "nullable": True}
 STRING = {"type": "string", "nullable": True}
-BOOLEAN = {"type": "boolean", "nullable": True}
 OBJECT = {"type": "object", "nullable": True}
 ARRAY = {"type": "array", "nullable": True, "items": {}}
 
-CHAT_MESSAGE = {
-    "type": "object",
-    "required": ["role"],
-    "properties": {
-        "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
-        "content": {"nullable": True, "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-        "tool_calls": {"type": "array", "items": {"type": "object"}},
-        "tool_call_id": {"type": "string"},
-        "refusal": STRING,
-    },
-}
-CHAT_TYPES: dict[str, Any] = {
-    "model": {"type": "string"},
-    "models": {"type": "array", "items": {"type": "string"}},
-    "messages": {"type": "array", "minItems": 1, "items": CHAT_MESSAGE},
-    "temperature": {**NUMBER, "minimum": 0, "maximum": 2},
-    "top_p": {**NUMBER, "minimum": 0, "maximum": 1},
-    "top_k": {**INTEGER, "minimum": 0},
-    "frequency_penalty": {**NUMBER, "minimum": -2, "maximum": 2},
-    "presence_penalty": {**NUMBER, "minimum": -2, "maximum": 2},
-    "max_tokens": {**INTEGER, "minimum": 1},
-    "max_completion_tokens": {**INTEGER, "minimum": 1},
-    "n": {**INTEGER, "minimum": 1, "maximum": 1, "description": "Only 1"},
-    "logprobs": {**BOOLEAN, "description": "JSON answers carry choice.logprobs (endpoints supporting them)"},
-    "top_logprobs": {**INTEGER, "minimum": 0, "maximum": 20, "description": "Needs logprobs: true"},
-    "stop": {
-        "nullable": True,
-        "oneOf": [{"type": "string"}, {"type": "array", "maxItems": 4, "items": {"type": "string"}}],
-    },
-    "seed": INTEGER,
-    "logit_bias": {"type": "object", "nullable": True, "additionalProperties": {"type": "number"}},
-    "stream": {"type": "boolean"},
-    "stream_options": {**OBJECT, "properties": {"include_usage": BOOLEAN}},
-    "tools": {"type": "array", "nullable": True, "items": {"type": "object"}},
-    "tool_choice": {"nullable": True, "oneOf": [{"type": "string"}, {"type": "object"}]},
-    "parallel_tool_calls": BOOLEAN,
-    "response_format": OBJECT,
-    "reasoning": OBJECT,
-    "reasoning_effort": STRING,
-    "include_reasoning": {**BOOLEAN, "description": "true: reasoning on (as reasoning: {}); false is refused"},
-    "verbosity": STRING,
-    "store": {**BOOLEAN, "description": "Only false"},
-    "modalities": ARRAY,
-}
-MESSAGES_TYPES: dict[str, Any] = {
-    "model": {"type": "string"},
-    "models": {"type": "array", "items": {"type": "string"}},
-    "max_tokens": {"type": "integer", "minimum": 1},
-    "messages": {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "type": "object",
-            "required": ["role", "content"],
-            "properties": {
-                "role": {"type": "string", "enum": ["user", "assistant", "system"]},
-                "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-            },
-        },
-    },
-    "system": {"nullable": True, "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-    "temperature": {**NUMBER, "minimum": 0, "maximum": 1},
-    "top_p": {**NUMBER, "minimum": 0, "maximum": 1},
-    "top_k": {**INTEGER, "minimum": 0},
-    "stop_sequences": {"type": "array", "nullable": True, "items": {"type": "string"}},
-    "stream": {"type": "boolean", "nullable": True},
-    "tools": {"type": "array", "nullable": True, "items": {"type": "object"}},
-    "tool_choice": OBJECT,
-    "thinking": OBJECT,
-    "metadata": {**OBJECT, "properties": {"user_id": STRING}},
-    "output_config": OBJECT,
-    "output_format": OBJECT,
-    "service_tier": {"type": "string", "nullable": True, "enum": ["auto", None]},
-    "speed": {"type": "string", "nullable": True, "enum": ["standard", "fast", None]},
-    "cache_control": OBJECT,
-    "context_management": {**OBJECT, "properties": {"edits": ARRAY}},
-}
 
-
-def _request(members: set[str], types: dict[str, Any], required: list[str], description: str) -> dict[str, Any]:
-    from inference.openapi import FIELD_SCHEMAS  # the Responses rules of the members shared with /responses
-
-    properties = {name: types.get(name) or FIELD_SCHEMAS.get(name) or ANY for name in sorted(members)}
+def _request(struct: type, required: list[str]) -> dict[str, Any]:
+    """The request schema generated from the ingress's typed request (one property per member it knows)."""
     return {
         "type": "object",
         "additionalProperties": True,
         "required": required,
-        "properties": properties,
-        "description": description,
+        "properties": openapi_properties(struct),
+        "description": " ".join((struct.__doc__ or "").split()),
     }
 
 
-CHAT_REQUEST = _request(
-    set(CHAT_HANDLED) | set(CHAT_SHARED),
-    CHAT_TYPES,
-    ["messages"],
-    "An OpenAI Chat Completions request; `model` (or `models`) is required too. Other members go as sent to "
-    "openai-chat upstreams (a 400 naming them when translated).",
-)
+CHAT_REQUEST = _request(ChatRequest, ["messages"])
 CHAT_REQUEST["example"] = {"model": "echo/echo-1", "messages": [{"role": "user", "content": "Hello"}]}
-MESSAGES_REQUEST = _request(
-    set(MESSAGES_HANDLED) | set(MESSAGES_SHARED),
-    MESSAGES_TYPES,
-    ["messages", "max_tokens"],
-    "An Anthropic Messages request; `model` (or `models`) is required too. Other members go as sent to "
-    "anthropic-messages upstreams (a 400 naming them when translated).",
-)
+MESSAGES_REQUEST = _request(MessagesRequest, ["messages", "max_tokens"])
 MESSAGES_REQUEST["example"] = {
     "model": "echo/echo-1",
     "max_tokens": 100,

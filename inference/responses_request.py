@@ -36,9 +36,10 @@ from inference.member_kinds import (
 from inference.plugins.registry import PLUGIN_IDS
 
 
-def member(tp: Any, handling: str, note: str = "", *, check=None, rule: bool = False, doc: str = "", **schema):
-    """`tp` with its member-table row, its rule (see the module docstring) and its OpenAPI description."""
-    extra = {"member": Member(handling, note), "check": check, "rule": rule}
+def member(tp: Any, handling: str, note: str = "", *, check=None, rule=False, shared=False, doc: str = "", **schema):
+    """`tp` with its member-table row, its rule (see the module docstring) and its OpenAPI description. `shared`
+    (the ingress types): the member has a Responses member's name, type and meaning, and is checked by its rule."""
+    extra = {"member": Member(handling, note), "check": check, "rule": rule, "shared": shared}
     return Annotated[tp, Meta(description=doc or note or None, extra=extra, extra_json_schema=schema or None)]
 
 
@@ -312,3 +313,13 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 REFUSED_MEMBERS = {"speed": SPEED_REFUSED}  # members of another format: a 400 with the reason
+
+
+def same(name: str) -> Any:
+    """The type of the Responses member `name` (for an ingress member with the same meaning)."""
+    return declared(ResponsesRequest.__annotations__[name])[0]
+
+
+def declared_members(struct: type[msgspec.Struct]) -> dict[str, dict[str, Any]]:
+    """Each member of a typed request with its declaration (`member`, `check`, `rule`, `shared`), in order."""
+    return {field.name: declared(field.type)[1] for field in msgspec.structs.fields(struct)}

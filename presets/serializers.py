@@ -1,7 +1,7 @@
 """Serializers of the presets app: output shapes, and request bodies for the OpenAPI description.
 
 The request bodies are validated by `inference.schema` (Responses) and `presets.messages_schema`
-(messages); the body serializers below only document them.
+(messages); the body serializers below only document them, and the Responses body's schema is the typed request's.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, data_envelope
+from inference.openapi import FIELD_SCHEMAS
 from presets.models import Preset, PresetVersion
 
 
@@ -59,21 +60,19 @@ PresetData = data_envelope(PresetSerializer, "PresetData")
 PresetVersionData = data_envelope(PresetVersionSerializer, "PresetVersionData")
 
 
-class PresetResponsesBodySerializer(serializers.Serializer):
-    """A Responses request body (documentation); only preset fields are kept, `instructions` is the system prompt."""
-
-    model = serializers.CharField(required=False)
-    models = serializers.ListField(child=serializers.CharField(), required=False)
-    instructions = serializers.CharField(required=False, allow_null=True)
-    temperature = serializers.FloatField(required=False, allow_null=True)
-    top_p = serializers.FloatField(required=False, allow_null=True)
-    max_output_tokens = serializers.IntegerField(required=False, allow_null=True)
-    provider = serializers.JSONField(required=False)
-    plugins = serializers.ListField(child=serializers.JSONField(), required=False)
-    reasoning = serializers.JSONField(required=False)
-    text = serializers.JSONField(required=False)
-    tools = serializers.ListField(child=serializers.JSONField(), required=False)
-    tool_choice = serializers.JSONField(required=False)
+# The Responses body of POST /presets/{slug}/responses, generated from the typed request (one property per member
+# of inference.responses_request.ResponsesRequest), plus `messages`; strict, as the endpoint is.
+PRESET_RESPONSES_BODY = {
+    "application/json": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            **FIELD_SCHEMAS,
+            "messages": {"type": "array", "items": {"type": "object"}, "description": "Accepted, not persisted"},
+        },
+        "description": "A Responses request body; only preset fields are kept, `instructions` is the system prompt.",
+    }
+}
 
 
 class PresetChatBodySerializer(serializers.Serializer):

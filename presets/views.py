@@ -15,11 +15,11 @@ from presets.messages_schema import validate_messages_body
 from presets.models import Preset
 from presets.responses_schema import validate_responses_body
 from presets.serializers import (
+    PRESET_RESPONSES_BODY,
     PresetChatBodySerializer,
     PresetData,
     PresetListItemSerializer,
     PresetMessagesBodySerializer,
-    PresetResponsesBodySerializer,
     PresetSerializer,
     PresetVersionData,
     PresetVersionSerializer,
@@ -60,7 +60,7 @@ class PresetViewSet(OrganizationViewSet):
 
     @extend_schema(
         parameters=[SLUG],
-        request=PresetResponsesBodySerializer,
+        request=PRESET_RESPONSES_BODY,
         responses={200: PresetData, 409: CONFLICT},
         operation_id="presets_create_from_responses",
     )

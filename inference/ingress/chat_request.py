@@ -30,45 +30,21 @@ from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
+from inference.chat_request_type import MAX_STOP, ChatRequest
 from inference.ingress.chat_messages import check_tool_names, message_items, refuse
 from inference.ingress.common import effort_values, is_int, require_list, require_object
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
+from inference.responses_request import declared_members
 from inference.schema_router import fold_router_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
-# Members with the same name and meaning in a Responses body, checked by its own rules.
-SHARED = (
-    "model",
-    "models",
-    "temperature",
-    "top_p",
-    "top_k",
-    "frequency_penalty",
-    "presence_penalty",
-    "parallel_tool_calls",
-    "user",
-    "metadata",
-    "provider",
-    "route",
-    "session_id",
-    "trace",
-    "plugins",
-    "safety_identifier",
-    "prompt_cache_key",
-    "service_tier",
-    "stream",
-    "max_tool_calls",
-    "stop_server_tools_when",
-    "min_p",
-    "top_a",
-    "repetition_penalty",
-    "cache_control",
-    "transforms",
-    "debug",
-)
-MAX_STOP = 4
+# The members of the typed request (inference.chat_request_type): `shared` ones have a Responses
+# member's name and meaning and are checked by its rule; the others are translated here.
+_DECLARED = declared_members(ChatRequest)
+SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
+HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
@@ -256,33 +232,6 @@ def _stream_options(body: dict[str, Any], out: dict[str, Any]) -> None:
     if not body.get("stream"):
         raise validation_error("stream_options", "is only allowed when stream is true")
     out["stream_options"] = {"include_usage": bool(options.get("include_usage"))}
-
-
-HANDLED = frozenset(
-    {
-        "messages",
-        "tools",
-        "tool_choice",
-        "response_format",
-        "verbosity",
-        "max_tokens",
-        "max_completion_tokens",
-        "reasoning",
-        "reasoning_effort",
-        "include_reasoning",
-        "stop",
-        "seed",
-        "logit_bias",
-        "n",
-        "logprobs",
-        "top_logprobs",
-        "stream_options",
-        "store",
-        "modalities",
-        "image_config",
-        "usage",
-    }
-)
 
 
 def to_canonical(body: Any) -> dict[str, Any]:

@@ -48,23 +48,17 @@ from inference.ingress.common import is_int, require_list, require_object
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
+from inference.messages_request_type import MessagesRequest
+from inference.responses_request import declared_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
-SHARED = (
-    "model",
-    "models",
-    "temperature",
-    "top_p",
-    "top_k",
-    "provider",
-    "route",
-    "session_id",
-    "trace",
-    "plugins",
-    "max_tool_calls",
-    "stop_server_tools_when",
-)
+# The members of the typed request (inference.messages_request_type): `shared` ones have a Responses
+# member's name and meaning and are checked by its rule; the others are translated here.
+_DECLARED = declared_members(MessagesRequest)
+SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
+HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
+
 ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
 THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
 
@@ -227,27 +221,6 @@ def _stop_sequences(value: Any) -> list[str]:
     if not all(isinstance(s, str) and s for s in stops):
         raise validation_error("stop_sequences", "must be an array of non-empty strings")
     return stops
-
-
-HANDLED = frozenset(
-    {
-        "messages",
-        "system",
-        "max_tokens",
-        "tools",
-        "tool_choice",
-        "thinking",
-        "stop_sequences",
-        "metadata",
-        "output_config",
-        "output_format",
-        "service_tier",
-        "speed",
-        "cache_control",
-        "stream",
-        "context_management",
-    }
-)
 
 
 def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
