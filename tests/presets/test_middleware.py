@@ -8,6 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from gateway_project.api.errors import GatewayError
+from inference.ingress import messages_request
 from inference.pipeline.context import Context
 from inference.pipeline.runner import build_chain
 from presets import services
@@ -120,6 +121,25 @@ async def test_messages_preset_maps_to_responses_fields(org):
         "instructions": "From messages.",
         "input": "hi",
     }
+
+
+async def test_a_messages_preset_means_what_the_same_body_means_on_messages(org):
+    """One converter: the preset's fields are what POST /messages makes of the same members."""
+    body = {
+        "model": "anthropic/claude",
+        "max_tokens": 64,
+        "speed": "fast",
+        "temperature": 0.7,
+        "tools": [{"type": "web_search_20250305", "name": "web_search"}, {"name": "f", "input_schema": {}}],
+        "tool_choice": {"type": "tool", "name": "f"},
+        "cache_control": {"type": "ephemeral"},
+    }
+    await post(org, "same", "messages", body)
+    ctx = await run_chain(org.inference_key, {"model": "@preset/same", "input": "hi"})
+    live = messages_request.to_canonical({**body, "messages": [{"role": "user", "content": "hi"}]})
+    del live["input"], ctx.body["input"]
+    assert ctx.body == live
+    assert live["service_tier"] == "fast" and live["tools"][0] == {"type": "service:web_search"}
 
 
 async def test_standard_speed_leaves_the_default_tier(org):
