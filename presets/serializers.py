@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, data_envelope
 from inference.openapi import FIELD_SCHEMAS
+from inference.openapi_wire import CHAT_REQUEST
 from presets.models import Preset, PresetVersion
 
 
@@ -75,27 +76,17 @@ PRESET_RESPONSES_BODY = {
 }
 
 
-class PresetChatBodySerializer(serializers.Serializer):
-    """A Chat Completions request body (documentation); only preset fields are kept, the system and developer
-    messages are the system prompt."""
-
-    model = serializers.CharField(required=False)
-    models = serializers.ListField(child=serializers.CharField(), required=False)
-    messages = serializers.ListField(child=serializers.JSONField(), required=False)
-    temperature = serializers.FloatField(required=False, allow_null=True)
-    top_p = serializers.FloatField(required=False, allow_null=True)
-    max_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    max_completion_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    stop = serializers.JSONField(required=False, help_text="A string or an array of at most 4 strings.")
-    seed = serializers.IntegerField(required=False, allow_null=True)
-    response_format = serializers.JSONField(required=False)
-    reasoning = serializers.JSONField(required=False)
-    reasoning_effort = serializers.CharField(required=False, allow_null=True)
-    tools = serializers.ListField(child=serializers.JSONField(), required=False)
-    tool_choice = serializers.JSONField(required=False)
-    parallel_tool_calls = serializers.BooleanField(required=False, allow_null=True)
-    provider = serializers.JSONField(required=False)
-    plugins = serializers.ListField(child=serializers.JSONField(), required=False)
+# The Chat Completions body of POST /presets/{slug}/chat/completions: the typed Chat Completions request's schema
+# (inference.chat_request_type), `messages` optional (its system and developer messages are the system prompt).
+PRESET_CHAT_BODY = {
+    "application/json": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": CHAT_REQUEST["properties"],
+        "description": "A Chat Completions request body; only preset fields are kept, the system and developer "
+        "messages are the system prompt.",
+    }
+}
 
 
 class PresetMessagesBodySerializer(serializers.Serializer):

@@ -15,8 +15,8 @@ from presets.messages_schema import validate_messages_body
 from presets.models import Preset
 from presets.responses_schema import validate_responses_body
 from presets.serializers import (
+    PRESET_CHAT_BODY,
     PRESET_RESPONSES_BODY,
-    PresetChatBodySerializer,
     PresetData,
     PresetListItemSerializer,
     PresetMessagesBodySerializer,
@@ -86,7 +86,7 @@ class PresetViewSet(OrganizationViewSet):
 
     @extend_schema(
         parameters=[SLUG],
-        request=PresetChatBodySerializer,
+        request=PRESET_CHAT_BODY,
         responses={200: PresetData, 409: CONFLICT},
         operation_id="presets_create_from_chat_completions",
     )
