@@ -33,7 +33,9 @@ from inference.member_kinds import (
     TRANSFORMS,
     Member,
 )
+from inference.plugins.file_parser import ENGINES as FILE_ENGINES
 from inference.plugins.registry import PLUGIN_IDS
+from inference.search.engines import ENGINE_NAMES
 
 
 def member(tp: Any, handling: str, note: str = "", *, check=None, rule=False, shared=False, doc: str = "", **schema):
@@ -103,6 +105,7 @@ class TextFormatJsonObject(msgspec.Struct, tag_field="type", tag="json_object"):
 class TextFormatJsonSchema(msgspec.Struct, tag_field="type", tag="json_schema"):
     name: Annotated[str, Meta(min_length=1)]
     schema: dict[str, Any]
+    strict: Annotated[Any, Meta(description="boolean or null")] = None
 
 
 class Text(msgspec.Struct):
@@ -123,9 +126,49 @@ class Tool(msgspec.Struct):
     defer_loading: Annotated[bool, Meta(description=f"Needs the {parts.TOOL_SEARCH} server tool")] | None = None
 
 
+def option(description: str) -> Any:
+    """A member the rule of its container checks (a plugin's options: inference.plugins), documented here."""
+    return Annotated[Any, Meta(description=description)]
+
+
+class PdfOptions(msgspec.Struct):
+    engine: option(f"one of {', '.join(FILE_ENGINES)}") = None
+    max_pages: option("integer ≥ 1") = None
+
+
 class Plugin(msgspec.Struct):
+    """Each plugin's options are checked by its own rule (inference.plugins; a 400 naming the option)."""
+
     id: one_of(PLUGIN_IDS)
     enabled: bool | UnsetType = UNSET
+    allowed_models: option("auto-router, auto-beta-router, pareto-router: model slugs") = None
+    excluded_models: option("auto-router, auto-beta-router, pareto-router: model slugs") = None
+    cost_tier: option("auto-router, auto-beta-router: a string") = None
+    pin_model: option("auto-router, auto-beta-router, pareto-router: boolean") = None
+    min_coding_score: option("pareto-router: 0..1") = None
+    max_results: option("web: 1..20") = None
+    search_prompt: option("web: at most 4000 characters") = None
+    engine: option(f"web: one of {', '.join(ENGINE_NAMES)}; context-compression: middle-out") = None
+    max_urls: option("web-fetch: 1..5") = None
+    max_chars: option("web-fetch, fusion: integer ≥ 100") = None
+    pdf: PdfOptions | UnsetType = UNSET
+    analysis_models: option("fusion: 1 to 8 model slugs") = None
+    detectors: option("moderation: built-in detector slugs (docs/guardrails.md)") = None
+    check_output: option("moderation: boolean") = None
+
+
+class ContentPart(msgspec.Struct):
+    type: Annotated[str, Meta(description="input_text, output_text, input_image, input_file, ...")] | UnsetType = UNSET
+    text: Annotated[str, Meta(description="input_text and output_text parts")] | None | UnsetType = UNSET
+
+
+class InputItem(msgspec.Struct):
+    """A message (the default `type`), or any other item (function_call, function_call_output, reasoning, ...),
+    passed through; the rule of `input` checks messages (role, content parts)."""
+
+    type: Annotated[str, Meta(min_length=1)] = "message"
+    role: Annotated[str, Meta(description=f"a message's: {', '.join(sorted(parts.ROLES))}")] | UnsetType = UNSET
+    content: str | list[ContentPart] | None | UnsetType = UNSET
 
 
 Positive = Annotated[float, Meta(gt=0)]
@@ -236,7 +279,7 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", check=rules.check_model,
                   example="echo/echo-1") = ""  # fmt: skip
     models: member(list[NonBlank], GATEWAY, "fallback models, tried after `model`", check=rules.check_models) = UNSET
-    input: member(str | list[dict[str, Any]], HONOURED, "a string or items", check=parts.check_input, rule=True,
+    input: member(str | list[InputItem], HONOURED, "a string or items", check=parts.check_input, rule=True,
                   doc="A string (one user message) or an array of input items.") = ""  # fmt: skip
     instructions: member(str | None, HONOURED) = None
     tools: member(list[Tool] | None, HONOURED, "function tools; `service:` server tools run by the gateway",
