@@ -10,13 +10,17 @@ from msgspec import UNSET, Meta, UnsetType
 
 from inference.member_kinds import (
     CACHE,
+    CACHE_KEY,
     GATEWAY,
     HONOURED,
+    MODELS,
     PARTLY,
     ROUTER,
     ROUTING,
     SAMPLING,
     SPEED_REFUSED,
+    TEMPERATURE,
+    TIER,
     TRANSFORMS,
     USAGE,
 )
@@ -44,7 +48,7 @@ class ChatRequest(msgspec.Struct):
     openai-chat upstreams (a 400 naming them when translated)."""
 
     model: member(same("model"), HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True) = None
-    models: member(same("models"), GATEWAY, "fallback models, tried after `model`", shared=True) = None
+    models: member(same("models"), GATEWAY, MODELS, shared=True) = None
     messages: member(
         Annotated[list[ChatMessage], Meta(min_length=1)],
         HONOURED,
@@ -58,7 +62,9 @@ class ChatRequest(msgspec.Struct):
     ) = None
     parallel_tool_calls: member(same("parallel_tool_calls"), HONOURED, shared=True) = None
     response_format: member(dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`") = None
-    verbosity: member(one_of(VERBOSITIES) | None, HONOURED, "→ `text.verbosity`") = None
+    verbosity: member(one_of(VERBOSITIES) | None, HONOURED, "→ `text.verbosity` (low, high: OpenAI endpoints only)") = (
+        None
+    )
     max_completion_tokens: member(Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`") = None
     max_tokens: member(
         Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`; both given and different → 400"
@@ -70,7 +76,7 @@ class ChatRequest(msgspec.Struct):
     include_reasoning: member(
         bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400"
     ) = None
-    temperature: member(same("temperature"), ROUTER, f"0..2; {SAMPLING}", shared=True) = None
+    temperature: member(same("temperature"), ROUTER, f"{TEMPERATURE}; {SAMPLING}", shared=True) = None
     top_p: member(same("top_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
     top_k: member(same("top_k"), ROUTER, f"integer ≥ 0; {SAMPLING}", shared=True) = None
     min_p: member(same("min_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
@@ -90,7 +96,8 @@ class ChatRequest(msgspec.Struct):
     logprobs: member(
         bool | None,
         ROUTER,
-        f"with `top_logprobs` 0..20: {SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400)",
+        f"with `top_logprobs` 0..20: {SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400); Anthropic "
+        "endpoints skipped (none left → 400 `top_logprobs`)",
     ) = None
     top_logprobs: member(
         Annotated[int, Meta(ge=0, le=20)] | None, ROUTER, "0..20, needs `logprobs: true`; as `logprobs`"
@@ -105,10 +112,8 @@ class ChatRequest(msgspec.Struct):
         same("safety_identifier"), HONOURED, "hashed before it reaches a provider", shared=True
     ) = None
     metadata: member(same("metadata"), GATEWAY, "kept for accounting and observability", shared=True) = None
-    prompt_cache_key: member(same("prompt_cache_key"), HONOURED, "OpenAI endpoints", shared=True) = None
-    service_tier: member(same("service_tier"), HONOURED, "auto, default, fast, flex, priority, scale", shared=True) = (
-        None
-    )
+    prompt_cache_key: member(same("prompt_cache_key"), HONOURED, CACHE_KEY, shared=True) = None
+    service_tier: member(same("service_tier"), HONOURED, TIER, shared=True) = None
     modalities: member(
         same("modalities"), HONOURED, "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"
     ) = None

@@ -40,4 +40,12 @@ CACHE = (
     "chat-format endpoints declaring `cache_control` get it on the last content part; others cache by themselves "
     "and it is left out (reported)"
 )
+MODELS = "fallback models, tried after `model`; an unknown one is skipped (`service_metadata.skipped_models`)"
+TIER = (
+    "auto, default (every provider); priority, fast (OpenAI, Anthropic); flex, scale (OpenAI); other chat vendors: "
+    "forwarded unless the endpoint's `supported_parameters` leave it out; the answer's "
+    "`service_tier` is the tier the provider says it served (null when it does not say)"
+)
+CACHE_KEY = "forwarded to OpenAI endpoints; on every format the same key stays on one endpoint (its prompt cache)"
+TEMPERATURE = "0..2 (Anthropic endpoints: 0..1, skipped above; none left → 400)"
 SPEED_REFUSED = "a Messages member; on this format ask for service_tier fast (or priority)"

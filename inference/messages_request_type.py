@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from inference.member_kinds import CACHE, GATEWAY, HONOURED, PARTLY, ROUTER, ROUTING, SAMPLING
+from inference.member_kinds import CACHE, GATEWAY, HONOURED, MODELS, PARTLY, ROUTER, ROUTING, SAMPLING
 from inference.responses_request import member, same
 
 
@@ -36,7 +36,7 @@ class MessagesRequest(msgspec.Struct):
     anthropic-messages upstreams (a 400 naming them when translated)."""
 
     model: member(same("model"), HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True) = None
-    models: member(same("models"), GATEWAY, "fallback models, tried after `model`", shared=True) = None
+    models: member(same("models"), GATEWAY, MODELS, shared=True) = None
     max_tokens: member(Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`") = None
     messages: member(
         Annotated[list[MessagesMessage], Meta(min_length=1)],

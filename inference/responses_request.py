@@ -23,13 +23,17 @@ from inference import schema_router as router_rules
 from inference import schema_rules as rules
 from inference.member_kinds import (
     CACHE,
+    CACHE_KEY,
     GATEWAY,
     HONOURED,
+    MODELS,
     PARTLY,
     ROUTER,
     ROUTING,
     SAMPLING,
     SPEED_REFUSED,
+    TEMPERATURE,
+    TIER,
     TRANSFORMS,
     Member,
 )
@@ -117,23 +121,27 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
 
     model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", check=rules.check_model,
                   example="echo/echo-1") = ""  # fmt: skip
-    models: member(list[NonBlank], GATEWAY, "fallback models, tried after `model`", check=rules.check_models) = UNSET
+    models: member(list[NonBlank], GATEWAY, MODELS, check=rules.check_models) = UNSET
     input: member(str | list[InputItem], HONOURED, "a string or items", check=parts.check_input, rule=True,
                   doc="A string (one user message) or an array of input items.") = ""  # fmt: skip
     instructions: member(str | None, HONOURED) = None
     tools: member(list[Tool] | None, HONOURED, "function tools; `service:` server tools run by the gateway",
                   check=parts.check_tools, rule=True, doc=TOOLS_DOC) = None  # fmt: skip
     tool_choice: member(one_of(parts.TOOL_CHOICE_STRINGS) | ToolChoiceObject | None, HONOURED,
+                        "`allowed_tools`: other formats are sent only the allowed tools",
                         check=parts.check_tool_choice) = None  # fmt: skip
     parallel_tool_calls: member(bool | None, HONOURED) = None
     max_tool_calls: member(integer(0, rules.MAX_TOOL_CALLS) | None, HONOURED,
                            "also bounds the gateway's server-tool loop") = None  # fmt: skip
-    text: member(Text | None, HONOURED, "format (text, json_object, json_schema), verbosity",
+    text: member(Text | None, HONOURED, "format (text, json_object, json_schema), verbosity (low, high: OpenAI "
+                 "endpoints only)",
                  check=parts.check_text) = None  # fmt: skip
-    reasoning: member(Reasoning | None, HONOURED, "effort, summary, enabled, max_tokens",
+    reasoning: member(Reasoning | None, HONOURED, "effort, summary (concise, detailed: openai-responses only; "
+                      "auto everywhere), enabled, max_tokens; "
+                      "Anthropic endpoints need `max_output_tokens` above 1024 and no forced tool",
                       check=parts.check_reasoning) = None  # fmt: skip
     max_output_tokens: member(integer(1) | None, HONOURED) = None
-    temperature: member(number(0, 2), ROUTER, f"0..2; {SAMPLING}") = None
+    temperature: member(number(0, 2), ROUTER, f"{TEMPERATURE}; {SAMPLING}") = None
     top_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
     top_k: member(integer(0), ROUTER, f"integer ≥ 0; {SAMPLING}") = 0
     min_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
@@ -141,7 +149,9 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     frequency_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
     presence_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
     repetition_penalty: member(number(0, 2), ROUTER, f"0..2; {SAMPLING}") = None
-    top_logprobs: member(integer(0, 20) | None, ROUTER, f"0..20; {SAMPLING}") = None
+    top_logprobs: member(integer(0, 20) | None, ROUTER, f"0..20; {SAMPLING}; returned by openai-chat and "
+                        "openai-responses endpoints (JSON and streamed), Anthropic endpoints skipped (none left → 400)"
+                        ) = None  # fmt: skip
     cache_control: member(CacheControl | None, ROUTER, CACHE, check=parts.check_cache_control) = None
     stream: member(bool, HONOURED, "Responses events", doc="true answers text/event-stream") = False
     stream_options: member(StreamOptions | None, PARTLY,
@@ -159,13 +169,13 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
                             check=rules.check_client_metadata) = None  # fmt: skip
     user: member(Identifier, HONOURED, "hashed before it reaches a provider") = None
     safety_identifier: member(Identifier, HONOURED, "hashed before it reaches a provider") = None
-    prompt_cache_key: member(str | None, HONOURED, "OpenAI endpoints") = None
+    prompt_cache_key: member(str | None, HONOURED, CACHE_KEY) = None
     prompt_cache_options: member(PromptCacheOptions | None, HONOURED,
                                  "`openai-responses` endpoints only (others skipped; none → 400)",
                                  check=parts.check_prompt_cache_options) = None  # fmt: skip
     prompt: member(Prompt | None, HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)",
                    check=parts.check_prompt) = None  # fmt: skip
-    service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, "auto, default, fast, flex, priority, scale") = None
+    service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, TIER) = None
     truncation: member(one_of(TRUNCATION_VALUES) | None, HONOURED, "auto, disabled") = None
     modalities: member(list[one_of(MODALITIES)], HONOURED, IMAGE_NOTE) = UNSET
     image_config: member(dict[str, str | float | list[Any]] | None, HONOURED, "needs `modalities` with `image`",
