@@ -322,10 +322,13 @@ def delete_reservations(cursor, reservation_ids: list[uuid.UUID]) -> dict[uuid.U
 
 
 def mark_reaped(cursor, reservation_id: uuid.UUID, now: datetime) -> bool:
-    """Mark an unreaped reservation reaped; True when this call did it (exactly one caller ever gets True)."""
+    """Mark an unreaped reservation reaped if it is still expired at `now` (a renewal that committed since the
+    reaper listed it made it live again); True when this call did it (exactly one caller ever gets True)."""
+    at = _prep(SpendReservation, "reaped_at", now)
     cursor.execute(
-        f"UPDATE {_table(SpendReservation)} SET reaped_at = %s WHERE id = %s AND reaped_at IS NULL",
-        [_prep(SpendReservation, "reaped_at", now), _prep(SpendReservation, "id", reservation_id)],
+        f"UPDATE {_table(SpendReservation)} SET reaped_at = %s "
+        "WHERE id = %s AND reaped_at IS NULL AND expires_at <= %s",
+        [at, _prep(SpendReservation, "id", reservation_id), at],
     )
     return cursor.rowcount == 1
 
