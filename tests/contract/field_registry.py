@@ -3,8 +3,10 @@ or what the client gets, or is refused with a 400 naming it (then the refusal te
 
 Keys are the paths the OpenAPI walk produces (tests/contract/test_every_field_is_tested.py): `a.b` for an object
 member, `a[]` for array items, `plugins[id=<id>]` for each plugin kind and `tools[type=<kind>]` for each server
-tool. Values are pytest node ids: `file::test` (any of its parametrizations) or `file::test[id]` (exactly one).
-A new field in the schema fails the walk until it gets an entry here; an entry whose test is gone fails it too.
+tool. The members of every ingress x provider format are in tests/contract/member_matrix.py (the routing
+members' cells are named here too). Values are pytest node ids: `file::test` (any of its parametrizations) or
+`file::test[id]` (exactly one). A new field in the schema fails the walk until it gets an entry here; an entry
+whose test is gone fails it too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ FILES = "tests/servertools/test_file_parser.py"
 COMPRESSION = "tests/servertools/test_context_compression.py"
 RF = "tests/routers/test_request_features.py"
 MOD = "tests/servertools/test_moderation.py"
+MATRIX = "tests/contract/test_member_matrix.py::test_member_on_provider_format"
 STOP = f"{LOOP}::test_stop_condition_fires_exactly_when_it_should"
 STREAM_OPTIONS = "tests/inference/test_field_effects.py::test_stream_options_the_stream_always_ends_with_the_usage"
 INPUT = [f"{FE}[input]", f"{FE}[input-anthropic]"]
@@ -152,14 +155,50 @@ FIELDS: dict[str, list[str]] = {
         f"{ROUTING}::test_allow_fallbacks_false",
         "tests/inference/test_fallback.py::test_allow_fallbacks_false_stops_at_first_provider",
     ],
-    "provider.data_collection": [f"{ROUTING}::test_data_collection_deny_and_zdr"],
-    "provider.ignore": [f"{ROUTING}::test_only_and_ignore"],
+    "provider.data_collection": [
+        f"{ROUTING}::test_data_collection_deny_and_zdr",
+        *[
+            f"{MATRIX}[responses:provider.data_collection:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
+    "provider.ignore": [
+        f"{ROUTING}::test_only_and_ignore",
+        *[
+            f"{MATRIX}[responses:provider.ignore:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
     "provider.max_price": [f"{ROUTING}::test_max_price_per_million_tokens"],
-    "provider.max_price.completion": [f"{ROUTING}::test_max_price_per_million_tokens"],
+    "provider.max_price.completion": [
+        f"{ROUTING}::test_max_price_per_million_tokens",
+        *[
+            f"{MATRIX}[responses:provider.max_price.completion:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
     "provider.max_price.image": [f"{INVALID}[provider.max_price.image]"],
-    "provider.max_price.prompt": [f"{ROUTING}::test_max_price_per_million_tokens"],
-    "provider.max_price.request": [f"{ROUTING}::test_max_price_per_request_compares_the_fixed_fee"],
-    "provider.only": [f"{ROUTING}::test_only_and_ignore"],
+    "provider.max_price.prompt": [
+        f"{ROUTING}::test_max_price_per_million_tokens",
+        *[
+            f"{MATRIX}[responses:provider.max_price.prompt:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
+    "provider.max_price.request": [
+        f"{ROUTING}::test_max_price_per_request_compares_the_fixed_fee",
+        *[
+            f"{MATRIX}[responses:provider.max_price.request:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
+    "provider.only": [
+        f"{ROUTING}::test_only_and_ignore",
+        *[
+            f"{MATRIX}[responses:provider.only:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
     "provider.order": [f"{ROUTING}::test_order_puts_providers_first"],
     "provider.preferred_max_latency": [f"{INVALID}[provider.preferred_max_latency]"],
     "provider.preferred_min_throughput": [f"{INVALID}[provider.preferred_min_throughput]"],
@@ -168,7 +207,13 @@ FIELDS: dict[str, list[str]] = {
     "provider.sort": [f"{ROUTING}::test_sort_partition_none_and_route_alias", f"{INVALID}[provider.sort1]"],
     "provider.sort.by": [f"{ROUTING}::test_sort_partition_none_and_route_alias", f"{INVALID}[provider.sort.by]"],
     "provider.sort.partition": [f"{ROUTING}::test_sort_partition_none_and_route_alias"],
-    "provider.zdr": [f"{ROUTING}::test_data_collection_deny_and_zdr"],
+    "provider.zdr": [
+        f"{ROUTING}::test_data_collection_deny_and_zdr",
+        *[
+            f"{MATRIX}[responses:provider.zdr:{fmt}]"
+            for fmt in ("openai-responses", "openai-chat", "anthropic-messages")
+        ],
+    ],
     "reasoning": [f"{FE}[reasoning.effort]"],
     "repetition_penalty": [
         f"{PARAMS}::test_router_parameter_on_responses[repetition_penalty]",
