@@ -13,7 +13,11 @@ The same thread, on each turn:
   database did not answer the hold in time: it may have committed it). Until they are written these holds
   are renewed as well, so the reaper never charges a request that reached no provider;
 - reaps the expired holds of every process (`counters.reservations_reap`): charged at their amount, each with
-  its request's Generation row rebuilt as `interrupted` (budgets/recovery.py).
+  its request's Generation row rebuilt as `interrupted` (budgets/recovery.py). A hold is marked reaped only if
+  it is still expired at that moment, so a renewal that commits after the reaper listed it keeps it live; a
+  hold reaped while its request was alive (its process cut from the database for longer than the TTL) is
+  charged once all the same: the request's own row replaces the `interrupted` one and its settlement takes
+  the reaped charge back (tests/budgets/test_reaper_race.py).
 
 The thread starts with the process's first hold (a process serving no request with a spending limit never
 starts it) and runs its first turn at once, so a restarted process reaps what its predecessor left as soon as
