@@ -12,7 +12,8 @@ from decimal import Decimal
 import pytest
 
 from inference.members import REFUSED, TABLES
-from tests.contract.member_matrix import DELETE, FORMATS, KNOWN_DROPS, MATRIX, MODEL, SHORT, Seen
+from tests.contract.effects import DELETE, FORMATS, MODEL, SHORT, Seen
+from tests.contract.member_matrix import KNOWN_DROPS, MATRIX
 from tests.inference.conftest import add_endpoint, generations
 from tests.servertools.conftest import agent, agent_catalog, call, searxng, text  # noqa: F401  (fixtures)
 
