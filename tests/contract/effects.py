@@ -172,6 +172,18 @@ def kept_or_refused(name: str, value: Any) -> Effect:
     return Effect(f"{name} sent or 400 naming it", lambda s: honoured.holds(s) or refusal.holds(s))
 
 
+def sticky_key(name: str) -> Effect:
+    """A provider that takes no such member: answered, the member not sent, and the gateway keeps the key's
+    conversation on one endpoint (shown with two endpoints by tests/inference/test_member_fidelity.py)."""
+    from inference import routing
+
+    def holds(seen: Seen) -> bool:
+        keys = {key for _, key in routing._sticky}
+        return seen.status == 200 and name not in (seen.last or {}) and f"{name}:k1" in keys
+
+    return check(f"{name} keeps the conversation on its endpoint, not sent", holds)
+
+
 def ends_with_usage(seen: Seen) -> bool:
     final = [line for line in seen.text.splitlines() if line.startswith("data: {")][-1]
     return seen.status == 200 and '"usage"' in final

@@ -21,7 +21,6 @@ from tests.contract.effects import (
     CLAUDE_TOOL,
     DELETE,
     FORMATS,
-    RESP,
     SCHEMA,
     SEARCH,
     SHORT,
@@ -45,26 +44,12 @@ from tests.contract.effects import (
     row,
     sampling,
     sent,
+    sticky_key,
 )
 
 # Cells issue 37 lists as silently dropped (accepted, neither honoured nor refused); fixed on the `members` branch.
 # Such a cell is run: it passes once the member is honoured or refused, and is an expected failure until then.
-KNOWN_DROPS = {
-    ("responses", "prompt_cache_key", CHAT),
-    ("responses", "prompt_cache_key", CLAUDE),
-    ("responses", "service_tier", CHAT),
-    ("responses", "service_tier", CLAUDE),
-    ("chat-completions", "prompt_cache_key", CHAT),
-    ("chat-completions", "prompt_cache_key", CLAUDE),
-    ("chat-completions", "service_tier", CHAT),
-    ("chat-completions", "service_tier", CLAUDE),
-    ("chat-completions", "verbosity", CHAT),
-    ("chat-completions", "verbosity", CLAUDE),
-    ("messages", "speed", RESP),
-    ("messages", "speed", CHAT),
-    # found by this matrix: `logprobs: true` alone is neither sent to an Anthropic endpoint nor reported left out
-    ("chat-completions", "logprobs", CLAUDE),
-}
+KNOWN_DROPS: set[tuple[str, str, str]] = set()  # cells of members still dropped silently: none
 
 
 def _gateway_members(search: dict = SEARCH) -> dict[str, Entry]:
@@ -183,7 +168,7 @@ def _responses() -> dict[str, Entry]:
         "presence_penalty": Entry({"presence_penalty": -0.5}, sampling("presence_penalty", -0.5, (CHAT,))),
         "repetition_penalty": Entry({"repetition_penalty": 1.1}, sampling("repetition_penalty", 1.1, ())),
         "top_logprobs": Entry(
-            {"top_logprobs": 3}, per(sent("top_logprobs", 3), sent("top_logprobs", 3), omitted("top_logprobs"))
+            {"top_logprobs": 3}, per(sent("top_logprobs", 3), sent("top_logprobs", 3), refused("top_logprobs"))
         ),
         "cache_control": Entry(
             {"cache_control": {"type": "ephemeral", "ttl": "1h"}},
@@ -225,8 +210,8 @@ def _responses() -> dict[str, Entry]:
             {"prompt_cache_key": "k1"},
             per(
                 sent("prompt_cache_key", "k1"),
-                kept_or_refused("prompt_cache_key", "k1"),
-                kept_or_refused("prompt_cache_key", "k1"),
+                sticky_key("prompt_cache_key"),
+                sticky_key("prompt_cache_key"),
             ),
         ),
         "prompt_cache_options": Entry(
@@ -362,11 +347,11 @@ def _chat() -> dict[str, Entry]:
         "n": Entry({"n": 2}, every(refused("n"))),
         "logprobs": Entry(
             {"logprobs": True},
-            per(sent("include", ["message.output_text.logprobs"]), sent("logprobs", True), omitted("logprobs")),
+            per(sent("include", ["message.output_text.logprobs"]), sent("logprobs", True), refused("logprobs")),
         ),
         "top_logprobs": Entry(
             {"logprobs": True, "top_logprobs": 3},
-            per(sent("top_logprobs", 3), sent("top_logprobs", 3), omitted("top_logprobs")),
+            per(sent("top_logprobs", 3), sent("top_logprobs", 3), refused("top_logprobs")),
         ),
         "store": Entry({"store": True}, every(refused("store"))),
         "stream_options": Entry(
@@ -381,8 +366,8 @@ def _chat() -> dict[str, Entry]:
             {"prompt_cache_key": "k1"},
             per(
                 sent("prompt_cache_key", "k1"),
-                kept_or_refused("prompt_cache_key", "k1"),
-                kept_or_refused("prompt_cache_key", "k1"),
+                sticky_key("prompt_cache_key"),
+                sticky_key("prompt_cache_key"),
             ),
         ),
         "service_tier": Entry(
