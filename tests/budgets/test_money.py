@@ -90,8 +90,10 @@ def test_a_large_json_schema_counts_and_is_refused_past_the_budget(gateway_serve
 
 
 def test_exactly_the_budgeted_number_of_streams_pass_and_spend_stays_within(gateway_server, org, fake):
-    """Was: 11 of 50 streams passed a budget for 10 (prompt framing made each cost more than its estimate)."""
-    endpoint = priced(fake, "slow-first-byte-300", price="0.000001")
+    """Was: 11 of 50 streams passed a budget for 10 (prompt framing made each cost more than its estimate).
+    The provider holds its first byte for 2 s, so every request is admitted or refused while the first ten are in
+    flight (with 300 ms, a loaded machine let early streams settle below their holds and admit a few more)."""
+    endpoint = priced(fake, "slow-first-byte-2000", price="0.000001")
     body = {"model": endpoint.model.slug, "input": "123456789", "max_output_tokens": 20, "stream": True}
     limit = hold_of(endpoint, body) * 10
     put_budget(org, "daily", float(limit))
