@@ -6,7 +6,8 @@ from django.apps import AppConfig
 def redis_pending() -> int:
     """This event loop's Redis leases not ended yet and settlements waiting for their script. A lease ends
     GATEWAY_RATE_LIMIT_LEASE_MS after it was granted and what it returns goes SETTLE_DELAY_MS later: waiting for
-    them lets a stopping process give back the slots and tokens it holds instead of leaving them held."""
+    them (and for the scripts sent) lets a stopping process give back the slots and tokens it holds instead of
+    leaving them held."""
     from ratelimits import redis_store
 
     try:
@@ -14,7 +15,7 @@ def redis_pending() -> int:
     except RuntimeError:
         return 0
     leases, unsettled = redis_store._leases.get(loop_id), redis_store._unsettled.get(loop_id)
-    return (len(leases.settling) if leases else 0) + (len(unsettled.items) if unsettled else 0)
+    return (len(leases.settling) if leases else 0) + (len(unsettled.items) + len(unsettled.sending) if unsettled else 0)
 
 
 def _settlements_in_flight() -> int:

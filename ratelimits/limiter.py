@@ -14,7 +14,6 @@ import math
 import time
 
 from django.conf import settings
-from redis.exceptions import NoScriptError
 
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_thread import in_db_thread
@@ -188,9 +187,9 @@ class PendingDecision:
 
 def start(limits: list[RateLimit], request_id: str, tokens: int) -> PendingDecision | None:
     """Send the Redis check without awaiting its reply, so that the request's next steps (the budget hold) run
-    while it travels; None when it must be awaited first (`check`): Redis off or failing, no open lean connection,
-    or the last decision for these limits left no room for another request (a refused request then takes no
-    budget hold: a flood past the limit costs one Redis call a request, as before)."""
+    while it travels; None when it must be awaited first (`check`): Redis off or failing, or the last decision
+    for these limits left no room for another request (a refused request then takes no budget hold: a flood past
+    the limit costs one Redis call a request, as before)."""
     if not _room.get(id(limits)) or not redis_health.usable():
         return None
     decision = redis_store.admit_from_lease(limits, tokens)
@@ -198,8 +197,7 @@ def start(limits: list[RateLimit], request_id: str, tokens: int) -> PendingDecis
         return PendingDecision(None, request_id, decision)
     if redis_store.lease_asked(limits) is not None:
         return None  # `check` waits for that lease
-    sent = redis_store.send_check(limits, request_id, tokens)
-    return None if sent is None else PendingDecision(sent, request_id)
+    return PendingDecision(redis_store.send_check(limits, request_id, tokens), request_id)
 
 
 async def settle(decision: Decision, limits: list[RateLimit], request_id: str, tokens: int) -> None:
@@ -240,7 +238,7 @@ def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, to
     """`settle` without waiting for it. In Redis: nothing when the request used what it held, in its lease when it
     was admitted from a lease of this process whose time is not up (ratelimits/redis_leases.py), else carried by
     this process's next check (ratelimits/redis_store.py), not awaited (a failure is logged; the hold stays,
-    the safe side). Otherwise (database, TLS client) `settle` in a task, returned for the caller to await."""
+    the safe side). Otherwise (database) `settle` in a task, returned for the caller to await."""
     if decision.store == UNCOUNTED:
         return None
     if decision.store == "redis":
@@ -248,10 +246,7 @@ def settle_soon(decision: Decision, limits: list[RateLimit], request_id: str, to
             return None
 
         def failed(error: Exception) -> None:
-            if isinstance(error, (NoScriptError, redis_store.Resend)):  # not run: settle again on its own
-                _settle_in_task(decision, limits, request_id, tokens)
-            else:
-                _log_settle_failure(request_id, tokens, error)
+            _log_settle_failure(request_id, tokens, error)
 
         if redis_store.settle_later(limits, request_id, tokens, decision, failed):
             return None

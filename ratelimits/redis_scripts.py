@@ -13,7 +13,6 @@ Redis Cluster: a check touches the keys of two scopes.
 
 from __future__ import annotations
 
-from gateway_project import fast_redis
 from ratelimits.redis_leases import LEASE_ROOM
 
 # The items a script carries (settlements, a lease's end), after its own arguments: quintuples (kind, number of
@@ -185,7 +184,3 @@ settle(1, 1)
 return 0
 """
 )
-
-
-CHECK_SHA = fast_redis.script_sha(CHECK)
-SETTLE_SHA = fast_redis.script_sha(SETTLE)

@@ -7,6 +7,11 @@ follows soon: the process's next check carries them, first thing in its script (
 the freed tokens); those no check took within `SETTLE_DELAY_MS` go alone (one script for all that are
 waiting). One round trip per request while requests keep coming, fewer while a key is busy and far from its
 limits: a check then asks for a lease of several slots (ratelimits/redis_leases.py).
+
+The client is redis-py's asyncio client (hiredis parser), one connection pool per event loop, the two scripts
+registered with it (EVALSHA; a server that forgot them gets them again from the library on NOSCRIPT). A command
+waits at most GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS to connect and as long for its reply, and is not retried: a
+Redis error goes to the caller at once (ratelimits/limiter.py then falls back, GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE).
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import redis.asyncio as aioredis
 from django.conf import settings
-from redis.exceptions import NoScriptError
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
-from gateway_project import fast_redis
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
 from ratelimits.redis_leases import Leases
-from ratelimits.redis_scripts import CHECK, CHECK_SHA, SETTLE, SETTLE_SHA
+from ratelimits.redis_scripts import CHECK, SETTLE
 
 # How long a settlement may wait for the next check of its process to carry it (then it is sent on its own).
 # Tokens stay held that much longer at most: nothing next to a one-minute window.
@@ -70,13 +76,14 @@ class _Unsettled:
     """Items of one event loop's client (settlements, leases' ends) waiting for the next check to carry them (or
     for the timer). Settlements of one lease's requests waiting together are one item (their differences added)."""
 
-    __slots__ = ("client", "items", "leased", "timer")
+    __slots__ = ("items", "leased", "sending", "settle_script", "timer")
 
-    def __init__(self, client: fast_redis.FastRedis) -> None:
-        self.client = client
+    def __init__(self, settle_script) -> None:
+        self.settle_script = settle_script
         self.items: list[list] = []  # [keys, arguments, [on_error, ...]]
         self.leased: dict[tuple, list] = {}  # (lease, keys) -> its waiting 'd' item
         self.timer: asyncio.TimerHandle | None = None
+        self.sending: set[asyncio.Task] = set()  # settle scripts sent alone whose reply is not in yet
 
     def add(self, keys: tuple[str, ...], args: tuple, on_error: Callable[[Exception], None]) -> None:
         """Queue an item: its keys and its five arguments (see _SETTLE_LUA)."""
@@ -107,32 +114,28 @@ class _Unsettled:
 
     def send_alone(self) -> None:
         """The items no check carried since the timer was armed (at most SETTLE_DELAY_MS ago): one settle script
-        for all."""
+        for all, in a task (its failure goes to the items' callbacks)."""
         self.timer = None
         if not self.items:
             return
         keys, args, items = self.take()
-        sent = self.client.send_nowait(("EVALSHA", SETTLE_SHA, len(keys), *keys, *args), _failed(items))
-        if not sent:  # the connection closed meanwhile: each on its own in a task (errors are logged)
-            _failed(items)(None)
+        task = asyncio.ensure_future(self.settle_script(keys=keys, args=args))
+        self.sending.add(task)
+        task.add_done_callback(partial(self._sent, items))
+
+    def _sent(self, items: list, task: asyncio.Task) -> None:
+        self.sending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _failed(items)(task.exception())
 
 
-class Resend(Exception):
-    """Given to an item's `on_error` when it was not sent: send it again, on its own (`send_item`; NOSCRIPT too).
-    `keys` and `args` are the item as queued (settlements of one lease may have been added together)."""
+def _failed(items: list) -> Callable[[Exception], None]:
+    """Hands an error to every item's callbacks."""
 
-    def __init__(self, keys: tuple[str, ...], args: tuple) -> None:
-        super().__init__("not sent")
-        self.keys, self.args = keys, args
-
-
-def _failed(items: list) -> Callable[[Exception | None], None]:
-    """Hands an error to every item's callbacks (None: the items were not sent; each gets a `Resend`)."""
-
-    def failed(error: Exception | None) -> None:
-        for keys, args, callbacks in items:
+    def failed(error: Exception) -> None:
+        for _, _, callbacks in items:
             for on_error in callbacks:
-                on_error(Resend(keys, args) if error is None else error)
+                on_error(error)
 
     return failed
 
@@ -141,69 +144,64 @@ _unsettled: dict[int, _Unsettled] = {}
 _leases: dict[int, Leases] = {}
 
 
-def _scripts():
-    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops).
+def _client(url: str) -> aioredis.Redis:
+    """redis-py's asyncio client of `url` with its own connection pool: a command waits at most the configured
+    time to connect and for its reply, and is not retried (the caller falls back at once)."""
+    timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
+    return aioredis.Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
+    )
 
-    The scripts are awaitables `script(keys=..., args=...)`: on a plain `redis://` or `unix://` URL they run on
-    the data plane's lean pipelined client (gateway_project/fast_redis.py, about a fifth of redis-py's CPU per
-    call), on other URLs (TLS) on redis-py."""
-    loop_id = id(asyncio.get_running_loop())
+
+def _scripts():
+    """(client, check script, settle script) of the running event loop (a client cannot be shared between loops);
+    the scripts are redis-py's registered scripts: awaitables `script(keys=..., args=...)`."""
+    loop = asyncio.get_running_loop()
+    loop_id = id(loop)
     entry = _clients.get(loop_id)
     if entry is None:
         if len(_clients) > 64:  # event loops of finished test servers
             _clients.clear()
             _unsettled.clear()
             _leases.clear()
-        timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
-        url = settings.GATEWAY_RATE_LIMIT_REDIS_URL
-        if fast_redis.supports(url):
-            client = fast_redis.FastRedis(url, timeout=timeout)
-            entry = (client, _fast_script(client, CHECK), _fast_script(client, SETTLE))
-            unsettled = _unsettled[loop_id] = _Unsettled(client)
-            _leases[loop_id] = Leases(asyncio.get_running_loop(), _lease_queue(unsettled))
-        else:
-            import redis.asyncio as aioredis
-
-            client = aioredis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-            entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
+        client = _client(settings.GATEWAY_RATE_LIMIT_REDIS_URL)
+        entry = (client, client.register_script(CHECK), client.register_script(SETTLE))
+        unsettled = _unsettled[loop_id] = _Unsettled(entry[2])
+        _leases[loop_id] = Leases(loop, _lease_queue(unsettled))
         _clients[loop_id] = entry
     return entry
 
 
-def _fast_script(client: fast_redis.FastRedis, source: str):
-    sha = client.script(source)
-
-    def run(keys: list[str], args: list[Any]):
-        return client.evalsha(sha, keys, args)
-
-    return run
-
-
 class SentCheck:
-    """A check queued on the lean client's open connection whose reply is not awaited yet (`send_check`)."""
+    """A check sent in a task of its own whose reply is not awaited yet (`send_check`)."""
 
-    __slots__ = ("args", "carried", "client", "future", "keys", "limits", "plan", "request_id", "tokens")
+    __slots__ = ("carried", "future", "limits", "plan", "request_id", "slots", "tokens")
 
-    def __init__(self, client, future, plan, request_id, tokens, keys, args, carried) -> None:
-        self.client, self.future, self.plan, self.limits = client, future, plan, plan.limits
-        self.request_id, self.tokens = request_id, tokens
-        self.keys, self.args, self.carried = keys, args, carried
+    def __init__(self, future, plan, request_id, tokens, slots, carried) -> None:
+        self.future, self.plan, self.limits = future, plan, plan.limits
+        self.request_id, self.tokens, self.slots = request_id, tokens, slots
+        self.carried = carried
 
     def abandon(self) -> None:
-        """Nobody will await the reply (the request went away): its error, if any, is not logged as unretrieved,
-        and the items it carried are sent again on their own if the script was not run (NOSCRIPT). An entry it
-        admitted stays held at its estimate until it leaves the window (the safe side); a lease it was granted is
-        opened and ends as any other (its reply's callback)."""
-        carried = self.carried
+        """Nobody will await the reply (the request went away): the check runs to its end all the same (an entry
+        it admitted stays held at its estimate until it leaves the window, the safe side; a lease it was granted
+        is opened and ends as any other), and its error, if any, goes to the items it carried."""
+        self.future.add_done_callback(_retrieve)
 
-        def retrieve(future: asyncio.Future) -> None:
-            if future.cancelled():
-                return
-            error = future.exception()
-            if carried and isinstance(error, NoScriptError):
-                _failed(carried)(error)
 
-        self.future.add_done_callback(retrieve)
+def _retrieve(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved: not logged as never retrieved (the carried items had it already)
+
+
+async def _run_check(script, keys: tuple, args: tuple, carried: list):
+    """The check script's reply; an error goes to the items it carried (logged; holds stay) and to the caller."""
+    try:
+        return await script(keys=keys, args=args)
+    except Exception as error:
+        if carried:
+            _failed(carried)(error)
+        raise
 
 
 def admit_from_lease(limits: list[RateLimit], tokens: int) -> Decision | None:
@@ -221,29 +219,34 @@ def lease_asked(limits: list[RateLimit]) -> asyncio.Future | None:
     return None if leases is None else leases.waiting_for(_plan(limits))
 
 
-def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentCheck | None:
-    """Queue the check (with the items waiting in this process) on the lean client's open connection and return
-    at once; None when there is no open lean connection (TLS client, not connected yet): use `check`. While the
-    key is busy, the check asks for a lease (ratelimits/redis_leases.py)."""
-    client, _, _ = _scripts()
-    if not isinstance(client, fast_redis.FastRedis) or not client.is_open():
-        return None
+def send_check(limits: list[RateLimit], request_id: str, tokens: int) -> SentCheck:
+    """Send the check (with the items waiting in this process) in a task and return at once (`finish_check` awaits
+    its reply). While the key is busy, the check asks for a lease (ratelimits/redis_leases.py)."""
+    return _send(*_prepare(limits, request_id, tokens))
+
+
+def _prepare(limits: list[RateLimit], request_id: str, tokens: int) -> tuple:
+    """(script, plan, request id, tokens, slots asked, keys, arguments, carried items) of a check."""
+    _, script, _ = _scripts()
     plan = _plan(limits)
-    leases = _leases[id(asyncio.get_running_loop())]
     lease_ms = settings.GATEWAY_RATE_LIMIT_LEASE_MS
-    slots = leases.slots_to_ask(plan, lease_ms)
-    keys, args, carried = _check_command(plan, request_id, tokens, slots, lease_ms)
-    future = client.send("EVALSHA", CHECK_SHA, len(keys), *keys, *args)
+    slots = _leases[id(asyncio.get_running_loop())].slots_to_ask(plan, lease_ms)
+    return (script, plan, request_id, tokens, slots, *_check_command(plan, request_id, tokens, slots, lease_ms))
+
+
+def _send(script, plan: _Plan, request_id: str, tokens: int, slots: int, keys, args, carried) -> SentCheck:
+    future = asyncio.ensure_future(_run_check(script, keys, args, carried))
     if slots > 1:  # before the caller awaits it: the lease opens first, even if the caller went away
-        deadline = leases.loop.time() + lease_ms / 1000
+        leases = _leases[id(asyncio.get_running_loop())]
+        deadline = leases.loop.time() + settings.GATEWAY_RATE_LIMIT_LEASE_MS / 1000
         future.add_done_callback(partial(leases.replied, plan, request_id, tokens, deadline))
         leases.asked(plan, future)
-    return SentCheck(client, future, plan, request_id, tokens, keys, args, carried)
+    return SentCheck(future, plan, request_id, tokens, slots, carried)
 
 
 def _check_command(plan: _Plan, request_id: str, tokens: int, slots: int, lease_ms: int) -> tuple[tuple, tuple, list]:
-    """(keys, arguments, carried items) of the check script on the lean client: the check of the plan's limits
-    with the items waiting in this process, which are no longer waiting."""
+    """(keys, arguments, carried items) of the check script: the check of the plan's limits with the items
+    waiting in this process, which are no longer waiting."""
     unsettled = _unsettled.get(id(asyncio.get_running_loop()))
     extra_keys, extra_args, carried = unsettled.take() if unsettled is not None and unsettled.items else ((), (), [])
     keys = plan.check_keys + extra_keys if extra_keys else plan.check_keys
@@ -251,53 +254,31 @@ def _check_command(plan: _Plan, request_id: str, tokens: int, slots: int, lease_
 
 
 async def finish_check(sent: SentCheck) -> Decision:
-    """The decision of a sent check (its reply awaited as one future); raises redis errors as they come, after
-    reporting them to the items it carried (logged; holds stay)."""
-    keys, args = sent.keys, sent.args
-    try:
+    """The decision of a sent check; raises redis errors as they come (the items it carried had them already).
+
+    A caller cancelled meanwhile does not cancel the check asking a lease (its lease, if granted, is opened and
+    ended); it cancels a check of one slot, whose entry stays held at its estimate (the safe side)."""
+    if sent.slots > 1:
         try:
-            if args[sent.plan.slots_index] > 1:
-                # it asks for a lease: shielded, so that a caller cancelled meanwhile does not cancel the reply (its
-                # lease, if granted, is opened and ended; its carried items are sent again if the script was not run)
-                try:
-                    result = await asyncio.shield(sent.future)
-                except asyncio.CancelledError:
-                    sent.abandon()
-                    raise
-            else:  # a caller cancelled meanwhile cancels the reply: its entry stays held (the safe side)
-                result = await sent.future
-        except NoScriptError:  # the server forgot the script (restart, SCRIPT FLUSH): EVAL loads it again
-            if args[sent.plan.slots_index] != 1:  # no lease then: nothing would open it
-                args = (*args[: sent.plan.slots_index], 1, *args[sent.plan.slots_index + 1 :])
-            result = await sent.client.call("EVAL", CHECK, len(keys), *keys, *args)
-    except Exception as error:
-        _failed(sent.carried)(error)
-        raise
+            result = await asyncio.shield(sent.future)
+        except asyncio.CancelledError:
+            sent.abandon()
+            raise
+    else:
+        result = await sent.future
     return _decision(sent.limits, result, sent.request_id, sent.tokens)
 
 
 async def check(limits: list[RateLimit], request_id: str, tokens: int) -> Decision:
-    """Admit the request in every scope or in none (one EVALSHA); raises redis errors as they come.
-
-    On the lean client the script also carries the items waiting in this process, and when the connection is
-    open the command is queued and its reply awaited as one future (no coroutine below this one, no task): a
-    caller cancelled meanwhile does not unsend it, and an entry it admitted stays held at its estimate until it
-    leaves the window (the safe side). Requests admitted from a lease do not come here (`admit_from_lease`)."""
-    sent = send_check(limits, request_id, tokens)
-    if sent is not None:
-        return await finish_check(sent)
-    client, script, _ = _scripts()
-    plan = _plan(limits)
-    if isinstance(client, fast_redis.FastRedis):  # not connected yet: `evalsha` opens the connection
-        keys, args, carried = _check_command(plan, request_id, tokens, 1, 0)
-        try:
-            result = await client.evalsha(CHECK_SHA, list(keys), list(args))
-        except Exception as error:  # the carried items failed with the check (logged; holds stay)
-            _failed(carried)(error)
-            raise
-    else:
-        result = await script(keys=plan.keys, args=[WINDOW_MS, request_id, tokens, *plan.check_tail, 1, 0])
-    return _decision(limits, result, request_id, tokens)
+    """Admit the request in every scope or in none (one EVALSHA, which also carries the items waiting in this
+    process); raises redis errors as they come. While the key is busy the check asks for a lease, in a task (a
+    caller gone meanwhile leaves it to open and end as any other); otherwise a caller cancelled meanwhile may
+    leave an entry it admitted held at its estimate until it leaves the window (the safe side). Requests
+    admitted from a lease do not come here (`admit_from_lease`)."""
+    script, plan, request_id, tokens, slots, keys, args, carried = prepared = _prepare(limits, request_id, tokens)
+    if slots > 1:
+        return await finish_check(_send(*prepared))
+    return _decision(limits, await _run_check(script, keys, args, carried), request_id, tokens)
 
 
 def _decision(limits: list[RateLimit], result: list, request_id: str, tokens: int) -> Decision:
@@ -337,7 +318,7 @@ def _settlement(limits: list[RateLimit], request_id: str, tokens: int, decision:
 async def send_item(keys: tuple, args: tuple) -> None:
     """Run one item (settlement, a lease's end) on its own, now."""
     _, _, script = _scripts()
-    await script(keys=list(keys), args=list(args))
+    await script(keys=keys, args=args)
 
 
 async def settle(limits: list[RateLimit], request_id: str, tokens: int, decision: Decision | None = None) -> None:
@@ -358,49 +339,22 @@ def settle_later(
     limits: list[RateLimit], request_id: str, tokens: int, decision: Decision, on_error: Callable[[Exception], None]
 ) -> bool:
     """`settle`, carried by this process's next check (or sent alone after `SETTLE_DELAY_MS`), not awaited;
-    `on_error(exception)` gets a failure (a `Resend` when it was not sent: then await `settle`). False when
-    that is not possible (TLS client): await `settle`."""
-    client, _, _ = _scripts()
-    unsettled = _unsettled.get(id(asyncio.get_running_loop()))
-    if unsettled is None or unsettled.client is not client:
-        return False
+    `on_error(exception)` gets a failure (logged: the hold stays, the safe side). Always True."""
+    _scripts()
     keys, args = _settlement(limits, request_id, tokens, decision)
-    unsettled.add(keys, args, on_error)
+    _unsettled[id(asyncio.get_running_loop())].add(keys, args, on_error)
     return True
-
-
-_resending: set[asyncio.Task] = set()
 
 
 def _lease_queue(unsettled: _Unsettled) -> Callable[[tuple, tuple], None]:
     def queue(keys: tuple, args: tuple) -> None:
-        unsettled.add(keys, args, _lease_end_failed(keys, args))
+        unsettled.add(keys, args, _log_lease_end_failure)
 
     return queue
 
 
-def _lease_end_failed(keys: tuple, args: tuple) -> Callable[[Exception], None]:
-    """What to do when a lease's end (returning its unused slots or tokens) fails: send it again on its own when it
-    was not run; otherwise its slots and tokens stay held until they leave the window (the safe side)."""
-
-    def failed(error: Exception) -> None:
-        if isinstance(error, (Resend, NoScriptError)):
-            task = asyncio.ensure_future(_resend(keys, args))
-            _resending.add(task)
-            task.add_done_callback(_resending.discard)
-        else:
-            _log_lease_end_failure(error)
-
-    return failed
-
-
 def _log_lease_end_failure(error: BaseException) -> None:
+    """A lease's end (returning its unused slots or tokens) failed: they stay held until they leave the window (the
+    safe side)."""
     name = type(error).__name__
     logger.warning("rate limits: ending a lease failed (its unused slots stay held): %s: %s", name, error)
-
-
-async def _resend(keys: tuple, args: tuple) -> None:
-    try:
-        await send_item(keys, args)
-    except Exception as error:
-        _log_lease_end_failure(error)

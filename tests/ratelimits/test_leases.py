@@ -16,7 +16,6 @@ import pytest
 import redis.asyncio
 from django.conf import settings
 
-from gateway_project import fast_redis
 from ratelimits import limiter, redis_leases, redis_store
 from ratelimits.limits import RateLimit
 
@@ -24,6 +23,7 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 # a lease ends GATEWAY_RATE_LIMIT_LEASE_MS (50) after it was asked for; what it returns rides on a check or goes
 # alone SETTLE_DELAY_MS later
 AFTER_LEASES = (50 + redis_store.SETTLE_DELAY_MS) / 1000 + 0.15
+AFTER_A = 0.06  # longer than GATEWAY_RATE_LIMIT_LEASE_MS: the next check of the key asks no lease
 
 
 @pytest.fixture(autouse=True)
@@ -45,20 +45,15 @@ def limit(rpm=None, tpm=None, scope="api-key") -> RateLimit:
 
 @pytest.fixture
 def sends(monkeypatch):
-    """How many commands this process's lean Redis clients sent."""
+    """How many commands this process's Redis clients sent."""
     count = [0]
-    send, call = fast_redis.FastRedis.send, fast_redis.FastRedis.call
+    execute = redis.asyncio.Redis.execute_command
 
-    def counting_send(self, *args):
+    async def counting_execute(self, *args, **options):
         count[0] += 1
-        return send(self, *args)
+        return await execute(self, *args, **options)
 
-    async def counting_call(self, *args):
-        count[0] += 1
-        return await call(self, *args)
-
-    monkeypatch.setattr(fast_redis.FastRedis, "send", counting_send)
-    monkeypatch.setattr(fast_redis.FastRedis, "call", counting_call)
+    monkeypatch.setattr(redis.asyncio.Redis, "execute_command", counting_execute)
     return count
 
 
@@ -145,10 +140,11 @@ def test_a_lease_asked_for_by_a_request_that_went_away_still_ends():
     limits = [key]
 
     async def scenario():
-        assert (await limiter.check(limits, "a", 0)).admitted  # opens the connection
-        assert not (await limiter.check(limits, "b", 0)).lease  # the key's first check sent on it
+        assert (await limiter.check(limits, "a", 0)).admitted
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        assert not (await limiter.check(limits, "b", 0)).lease  # the key's first check within a lease's time: alone
         sent = redis_store.send_check(limits, "c", 0)  # less than 50 ms after "b": asks for a lease
-        assert sent is not None and sent.args[sent.plan.slots_index] == redis_leases.FIRST_SLOTS
+        assert sent.slots == redis_leases.FIRST_SLOTS
         sent.abandon()  # nobody awaits its reply
         await asyncio.sleep(0.01)
         assert redis_store._leases[id(asyncio.get_running_loop())].open  # granted and opened all the same
@@ -167,18 +163,19 @@ def test_after_a_lease_that_served_its_asker_alone_the_next_check_asks_none_then
     limits = [key]
 
     async def scenario():
-        assert (await limiter.check(limits, "a", 0)).admitted  # opens the connection
-        assert (await limiter.check(limits, "b", 0)).admitted  # the key's first check sent on it
+        assert (await limiter.check(limits, "a", 0)).admitted
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        assert (await limiter.check(limits, "b", 0)).admitted  # the key's first check within a lease's time: alone
         sent = redis_store.send_check(limits, "c", 0)  # less than 50 ms after "b": asks for a lease
-        assert sent is not None and sent.args[sent.plan.slots_index] == redis_leases.FIRST_SLOTS
+        assert sent.slots == redis_leases.FIRST_SLOTS
         assert (await redis_store.finish_check(sent)).admitted
         await asyncio.sleep(0.08)  # the lease ends at its time, no request but "c" admitted from it
         assert not (await limiter.check(limits, "d", 0)).lease  # more than 50 ms after "c": checked alone
         sent = redis_store.send_check(limits, "e", 0)  # close after "d", but the last lease served its asker alone
-        assert sent is not None and sent.args[sent.plan.slots_index] == 1
+        assert sent.slots == 1
         assert (await redis_store.finish_check(sent)).admitted
         sent = redis_store.send_check(limits, "f", 0)
-        assert sent is not None and sent.args[sent.plan.slots_index] == 2
+        assert sent.slots == 2
         assert (await redis_store.finish_check(sent)).admitted
         assert (await limiter.check(limits, "g", 0)).lease == "f"  # the lease of 2, used up
         await asyncio.sleep(AFTER_LEASES)
@@ -206,8 +203,9 @@ def test_requests_arriving_while_a_lease_is_asked_for_wait_for_it_rather_than_as
     limits = [key]
 
     async def scenario():
-        await limiter.check(limits, "a", 0)  # opens the connection
-        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        await limiter.check(limits, "b", 0)  # the key's first check within a lease's time: alone
         before = sends[0]
         decisions = await asyncio.gather(*(limiter.check(limits, f"c{i}", 0) for i in range(8)))
         # the first asks a lease of FIRST_SLOTS; three more take its slots; the fourth asks the next (twice as
@@ -229,8 +227,9 @@ def test_requests_that_end_while_their_lease_is_open_settle_in_it_and_free_its_t
 
     async def scenario():
         loop_id = id(asyncio.get_running_loop())
-        await limiter.check(limits, "a", 0)  # opens the connection
-        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        await limiter.check(limits, "b", 0)  # the key's first check within a lease's time: alone
         first = await limiter.check(limits, "c", 10)  # asks a lease: FIRST_SLOTS x 10 tokens
         second = await limiter.check(limits, "d", 10)  # a slot of it
         assert (first.lease, second.lease) == ("c", "c")
@@ -264,8 +263,9 @@ def test_requests_of_a_lease_used_up_before_its_time_settle_in_it_until_then(sen
 
     async def scenario():
         loop_id = id(asyncio.get_running_loop())
-        await limiter.check(limits, "a", 0)  # opens the connection
-        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        await limiter.check(limits, "b", 0)  # the key's first check within a lease's time: alone
         decisions = [await limiter.check(limits, f"c{i}", 10) for i in range(redis_leases.FIRST_SLOTS)]
         assert [d.lease for d in decisions] == ["c0"] * redis_leases.FIRST_SLOTS
         assert not redis_store._leases[loop_id].open  # used up: the next request asks for a lease
@@ -292,8 +292,9 @@ def test_a_request_takes_a_slot_of_the_lease_it_waited_for_last(sends, monkeypat
     limits = [key]
 
     async def scenario():
-        await limiter.check(limits, "a", 0)  # opens the connection
-        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        await limiter.check(limits, "b", 0)  # the key's first check within a lease's time: alone
         before = sends[0]
         decisions = await asyncio.gather(*(limiter.check(limits, f"c{i}", 0) for i in range(8)))
         assert [d.lease for d in decisions] == ["c0"] * 8  # one lease of 8 slots, each waiter took one
@@ -310,8 +311,9 @@ def test_a_request_cancelled_while_its_lease_is_on_the_way_leaves_the_lease_to_e
     limits = [key]
 
     async def scenario():
-        await limiter.check(limits, "a", 0)  # opens the connection
-        await limiter.check(limits, "b", 0)  # the key's first check on it: alone
+        await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
+        await limiter.check(limits, "b", 0)  # the key's first check within a lease's time: alone
         asking = asyncio.ensure_future(limiter.check(limits, "c", 0))  # asks for a lease
         await asyncio.sleep(0)  # sent; its reply not in yet
         asking.cancel()
@@ -390,6 +392,7 @@ def test_shutdown_waits_for_open_leases_to_give_back_what_they_hold(sends):
 
     async def scenario():
         await limiter.check(limits, "a", 0)
+        await asyncio.sleep(AFTER_A)  # "b" is the key's first check within a lease's time
         await limiter.check(limits, "b", 0)
         first = await limiter.check(limits, "c", 10)  # asks a lease: FIRST_SLOTS x 10 tokens
         assert first.lease == "c"
