@@ -29,6 +29,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from gateway_project.lifespan import lifespan  # noqa: E402
+from gateway_project.read_deadline import read_deadline  # noqa: E402
 from inference.asgi_routes import http_routes, websocket_routes  # noqa: E402
 from operations.health import health_app  # noqa: E402
 from operations.measure import measured, route_label  # noqa: E402
@@ -45,14 +46,17 @@ data_plane_routes = [
 
 application = ProtocolTypeRouter(
     {
-        "http": URLRouter(
-            [
-                *data_plane_routes,
-                re_path(r"^health/(live|ready)/?$", health_app),
-                re_path(r"^metrics/?$", metrics_app),
-                re_path("^" + settings.STATIC_URL.strip("/") + "/", static_files),
-                re_path(r"", django_asgi_app),
-            ]
+        # A request body not in GATEWAY_REQUEST_READ_TIMEOUT_SECONDS after its head: 408 (read_deadline.py).
+        "http": read_deadline(
+            URLRouter(
+                [
+                    *data_plane_routes,
+                    re_path(r"^health/(live|ready)/?$", health_app),
+                    re_path(r"^metrics/?$", metrics_app),
+                    re_path("^" + settings.STATIC_URL.strip("/") + "/", static_files),
+                    re_path(r"", django_asgi_app),
+                ]
+            )
         ),
         "websocket": URLRouter(websocket_routes),
         # Serve with `--lifespan on`: shutdown waits for the accounting of cut requests (gateway_project/lifespan.py).
