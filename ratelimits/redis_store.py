@@ -24,8 +24,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from django.conf import settings
+from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
 from ratelimits.redis_leases import Leases
