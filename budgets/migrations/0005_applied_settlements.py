@@ -7,98 +7,26 @@ succeeded but whose answer never reached the gateway (a deadline, a dropped conn
 retry charges nothing twice. Returns how many reservation rows it removed. v1 stays for processes of the
 previous release during a rolling deploy. No-op on other databases (`counters.spend_settle_many` claims the
 ids with its own INSERT).
+
+Its statement: budgets/sql/budgets_spend_settle_v2.sql (budgets/db_functions.py).
 """
 
 from django.db import migrations, models
 
-CREATE = """
-CREATE OR REPLACE FUNCTION budgets_spend_settle_v2(
-    settlement_ids uuid[], reservations uuid[], amounts bigint[], costs bigint[], byok boolean[], owners integer[],
-    counters bigint[], created timestamptz
-) RETURNS integer LANGUAGE plpgsql AS $$
-DECLARE
-    applied uuid[];
-    gone uuid[];
-    gone_reaped boolean[];
-    ids bigint[];
-    releases bigint[];
-    spents bigint[];
-    byok_spents bigint[];
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);
-    WITH fresh AS (
-        INSERT INTO budgets_appliedsettlement (id, created_at)
-        SELECT DISTINCT s, created FROM unnest(settlement_ids) AS s
-        ON CONFLICT (id) DO NOTHING
-        RETURNING id
-    )
-    SELECT array_agg(id) INTO applied FROM fresh;
-    IF applied IS NULL THEN
-        RETURN 0;
-    END IF;
-    WITH deleted AS (
-        DELETE FROM budgets_spendreservation
-        WHERE id IN (SELECT r FROM unnest(reservations, settlement_ids) AS x(r, s) WHERE s = ANY(applied))
-        RETURNING id, reaped_at IS NOT NULL AS reaped
-    )
-    SELECT array_agg(id), array_agg(reaped) INTO gone, gone_reaped FROM deleted;
-    WITH settlement AS (
-        SELECT i, r, a, c, b, row_number() OVER (PARTITION BY r ORDER BY i) AS nth
-        FROM unnest(settlement_ids, reservations, amounts, costs, byok) WITH ORDINALITY AS s(sid, r, a, c, b, i)
-        WHERE sid = ANY(applied)
-    ), removed AS (
-        SELECT * FROM unnest(coalesce(gone, '{}'), coalesce(gone_reaped, '{}')) AS d(id, reaped)
-    ), each_one AS (
-        SELECT settlement.i,
-               CASE WHEN settlement.nth = 1 AND removed.reaped = false THEN settlement.a ELSE 0 END AS release,
-               CASE WHEN settlement.nth = 1 AND removed.reaped THEN settlement.a ELSE 0 END AS uncharge,
-               settlement.c AS cost,
-               settlement.b AS paid_byok
-        FROM settlement LEFT JOIN removed ON removed.id = settlement.r
-    ), totals AS (
-        SELECT k.counter_id,
-               sum(each_one.release)::bigint AS release,
-               sum(CASE WHEN each_one.paid_byok THEN 0 ELSE each_one.cost END - each_one.uncharge)::bigint AS spent,
-               sum(CASE WHEN each_one.paid_byok THEN each_one.cost ELSE 0 END)::bigint AS byok_spent
-        FROM unnest(owners, counters) AS k(owner, counter_id) JOIN each_one ON each_one.i = k.owner
-        GROUP BY k.counter_id
-    )
-    SELECT array_agg(counter_id ORDER BY counter_id), array_agg(release ORDER BY counter_id),
-           array_agg(spent ORDER BY counter_id), array_agg(byok_spent ORDER BY counter_id)
-    INTO ids, releases, spents, byok_spents
-    FROM totals WHERE release <> 0 OR spent <> 0 OR byok_spent <> 0;
-    IF ids IS NULL THEN
-        RETURN coalesce(cardinality(gone), 0);
-    END IF;
-    PERFORM 1 FROM budgets_spendcounter WHERE id = ANY(ids) ORDER BY id FOR UPDATE;
-    UPDATE budgets_spendcounter AS counter
-    SET reserved_units = counter.reserved_units - t.release,
-        spent_units = counter.spent_units + t.spent,
-        byok_spent_units = counter.byok_spent_units + t.byok_spent
-    FROM unnest(ids, releases, spents, byok_spents) AS t(id, release, spent, byok_spent)
-    WHERE counter.id = t.id;
-    RETURN coalesce(cardinality(gone), 0);
-END
-$$;
-"""
-DROP = (
-    "DROP FUNCTION IF EXISTS budgets_spend_settle_v2"
-    "(uuid[], uuid[], bigint[], bigint[], boolean[], integer[], bigint[], timestamptz);"
-)
+from budgets.db_functions import function_operation
+
 # Rows arrive in time order and are deleted by age: a BRIN index serves the pruning at almost no cost per insert.
 BRIN = "CREATE INDEX budgets_appliedsettlement_created_brin ON budgets_appliedsettlement USING brin (created_at);"
 DROP_BRIN = "DROP INDEX IF EXISTS budgets_appliedsettlement_created_brin;"
 
 
-def create(apps, schema_editor):
+def create_brin(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(BRIN)
-        schema_editor.execute(CREATE)
 
 
-def drop(apps, schema_editor):
+def drop_brin(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
         schema_editor.execute(DROP_BRIN)
 
 
@@ -115,5 +43,6 @@ class Migration(migrations.Migration):
                 ("created_at", models.DateTimeField()),
             ],
         ),
-        migrations.RunPython(create, drop, elidable=False),
+        migrations.RunPython(create_brin, drop_brin, elidable=False),
+        function_operation("budgets_spend_settle_v2"),
     ]

@@ -11,47 +11,14 @@ counter refuses (or its row is gone), the counters held before it in this call a
 same transaction, whose row locks it still holds: no other transaction ever sees the intermediate state, and
 nothing changes. Measured with pgbench, two counters: 87-93 us per call against 122-146 us for v1 and 60 us for
 an empty function (docs/performance.md). No-op on other databases.
+
+Its statement: budgets/sql/budgets_spend_hold_v2.sql (budgets/db_functions.py).
 """
 
 from django.db import migrations
 
-CREATE = """
-CREATE OR REPLACE FUNCTION budgets_spend_hold_v2(
-    ids bigint[], limits bigint[], byok boolean[], amount bigint,
-    reservation uuid, request text, counter_ids jsonb, created timestamptz, expires timestamptz
-) RETURNS bigint LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);
-    FOR i IN 1 .. cardinality(ids) LOOP
-        UPDATE budgets_spendcounter SET reserved_units = reserved_units + amount
-        WHERE id = ids[i]
-          AND spent_units + reserved_units + CASE WHEN byok[i] THEN byok_spent_units ELSE 0 END + amount <= limits[i]
-          AND (amount > 0 OR spent_units + reserved_units + CASE WHEN byok[i] THEN byok_spent_units ELSE 0 END
-               < limits[i]);
-        IF NOT FOUND THEN
-            IF i > 1 THEN
-                UPDATE budgets_spendcounter SET reserved_units = reserved_units - amount WHERE id = ANY(ids[1:i - 1]);
-            END IF;
-            RETURN ids[i];
-        END IF;
-    END LOOP;
-    INSERT INTO budgets_spendreservation (id, request_id, amount_units, counter_ids, created_at, expires_at)
-    VALUES (reservation, request, amount, counter_ids, created, expires);
-    RETURN NULL;
-END
-$$;
-"""
-DROP = "DROP FUNCTION IF EXISTS budgets_spend_hold_v2(bigint[], bigint[], boolean[], bigint, uuid, text, jsonb, timestamptz, timestamptz);"
+from budgets.db_functions import function_operation
 
-
-def create(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
-
-
-def drop(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
 
 
 class Migration(migrations.Migration):
@@ -59,4 +26,4 @@ class Migration(migrations.Migration):
         ("budgets", "0005_applied_settlements"),
     ]
 
-    operations = [migrations.RunPython(create, drop, elidable=False)]
+    operations = [function_operation("budgets_spend_hold_v2")]
