@@ -43,7 +43,7 @@ _settle_on_thread = in_db_thread(spend_settle)
 
 
 async def _reserve(**kwargs) -> Hold:
-    """The hold: on PostgreSQL its statement goes over the event loop's own connection (gateway_project/fast_pg.py,
+    """The hold: on PostgreSQL its statement goes from the event loop's pool (gateway_project/pg_pool.py,
     no thread hop); on SQLite, inside a test's `async_to_sync` transaction, or for a naive datetime it runs on the
     data plane's database thread as before."""
     if loop_client_usable() and kwargs["now"].tzinfo is not None:
