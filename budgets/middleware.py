@@ -179,8 +179,8 @@ class BudgetMiddleware:
 
         send_ahead(ctx, hold_taken)  # after the rate-limit check, when one was sent: a 429 comes before a 402
         try:
-            # One turn of the loop: the task's first step sends the hold's statement (libpq writes it as it is
-            # queued), and the rate-limit check queued before it leaves too; the request goes on while both travel.
+            # One turn of the loop: the task's first step takes a pool connection and writes the hold's statement,
+            # and the rate-limit check queued before it leaves too; the request goes on while both travel.
             await asyncio.sleep(0)
             await self.get_response(ctx)
         finally:
