@@ -157,12 +157,19 @@ _HOLD = (
 )
 
 
+def _array(values) -> str:
+    """An array parameter in PostgreSQL's array text form, for integers, UUIDs and booleans only (nothing to
+    quote). psycopg's list adaptation inspects every element to choose the array's type on each execution:
+    about as much CPU as the rest of the hold's statement (bench/hold_path.py, docs/performance.md)."""
+    return "{" + ",".join(values) + "}"
+
+
 def _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list:
     """The parameters of `_HOLD`, bound by psycopg."""
     return [
-        [int(counter_id) for counter_id, _, _ in checks],
-        [int(limit_units) for _, limit_units, _ in checks],
-        [bool(include_byok) for _, _, include_byok in checks],
+        _array(str(int(counter_id)) for counter_id, _, _ in checks),
+        _array(str(int(limit_units)) for _, limit_units, _ in checks),
+        _array("t" if include_byok else "f" for _, _, include_byok in checks),
         int(amount),
         reservation_id,
         request_id[:100],
@@ -207,20 +214,20 @@ def settle_statement(
 ) -> tuple[str, list]:
     """The one-statement settlement (budgets/sql/budgets_spend_settle_v2.sql) and its parameters: `settlements`
     are (settlement id, reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
-    owners: list[int] = []
-    counter_ids: list[int] = []
+    owners: list[str] = []
+    counter_ids: list[str] = []
     for index, (_, _, _, _, _, counters) in enumerate(settlements, start=1):
         for counter_id in counters:
-            owners.append(index)
-            counter_ids.append(int(counter_id))
+            owners.append(str(index))
+            counter_ids.append(str(int(counter_id)))
     return _SETTLE, [
-        [settlement_id for settlement_id, _, _, _, _, _ in settlements],
-        [reservation_id for _, reservation_id, _, _, _, _ in settlements],
-        [int(amount) for _, _, amount, _, _, _ in settlements],
-        [int(cost) for _, _, _, cost, _, _ in settlements],
-        [bool(is_byok) for _, _, _, _, is_byok, _ in settlements],
-        owners,
-        counter_ids,
+        _array(str(uuid.UUID(str(settlement_id))) for settlement_id, _, _, _, _, _ in settlements),
+        _array(str(uuid.UUID(str(reservation_id))) for _, reservation_id, _, _, _, _ in settlements),
+        _array(str(int(amount)) for _, _, amount, _, _, _ in settlements),
+        _array(str(int(cost)) for _, _, _, cost, _, _ in settlements),
+        _array("t" if is_byok else "f" for _, _, _, _, is_byok, _ in settlements),
+        _array(owners),
+        _array(counter_ids),
         now,
     ]
 
