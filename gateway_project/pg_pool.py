@@ -170,7 +170,14 @@ class DataPlanePool:
         except asyncio.CancelledError:
             if self.pool is pool:
                 self.pool = None
-            await pool.close(timeout=1.0)
+            idle = list(getattr(pool, "_pool", ()))  # the idle connections (psycopg_pool keeps them there)
+            try:
+                await pool.close(timeout=1.0)
+            except BaseException:  # its workers were cancelled too (the loop ends): it stops early
+                pass
+            for conn in idle:
+                if not conn.closed:
+                    conn.pgconn.finish()
 
     async def fetch_value(self, statement: str, params: Sequence[Any], timeout: float | None = None) -> Any:
         """The first column of `statement`'s first row (None without rows), within `timeout` seconds."""
@@ -188,12 +195,21 @@ class DataPlanePool:
         return await self._fetch_value(statement, params, timeout, None)
 
     async def _fetch_value(self, statement: str, params: Sequence[Any], timeout: float | None, threshold) -> Any:
+        # Shielded: a caller cancelled while its statement runs must not cancel psycopg's wait, whose handler
+        # sends the server a cancel request synchronously (libpq's PQcancel: a blocking connect, which stalls
+        # the event loop on an unreachable network). The statement ends by itself or at its deadline.
+        return await asyncio.shield(asyncio.ensure_future(self._run(statement, params, timeout, threshold)))
+
+    async def _run(self, statement: str, params: Sequence[Any], timeout: float | None, threshold) -> Any:
         loop = asyncio.get_running_loop()
         pool = await self._ready()
         started = loop.time()
         try:
             conn = await pool.getconn(timeout=timeout or None)
         except PoolTimeout:
+            # Its connection attempts may be stuck (a black-holed network) or backing off: the next call starts
+            # a new pool, whose first attempt is at once, so the database coming back is noticed by that call.
+            self._discard(pool)
             raise django_db.OperationalError(
                 f"the database did not answer within {timeout or pool.timeout:g} s (connecting)"
             ) from None
@@ -221,6 +237,14 @@ class DataPlanePool:
                 timer.cancel()
             await pool.putconn(conn)
         return None if row is None else row[0]
+
+    def _discard(self, pool: AsyncConnectionPool) -> None:
+        """Stop using `pool`; it is closed in the background (by its closer task)."""
+        if self.pool is pool:
+            self.pool = None
+            closer, self._closer = self._closer, None
+            if closer is not None:
+                closer.cancel()
 
     def connections_open(self) -> int:
         return 0 if self.pool is None or self.pool.closed else self.pool.get_stats().get("pool_size", 0)
