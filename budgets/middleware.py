@@ -179,8 +179,10 @@ class BudgetMiddleware:
 
         send_ahead(ctx, hold_taken)  # after the rate-limit check, when one was sent: a 429 comes before a 402
         try:
-            # One turn of the loop: the task's first step takes a pool connection and writes the hold's statement,
-            # and the rate-limit check queued before it leaves too; the request goes on while both travel.
+            # Two turns of the loop: the task's first steps take a pool connection and write the hold's statement
+            # (gateway_project/pg_pool.py runs it in a task of its own), and the rate-limit check queued before it
+            # leaves too; the request goes on while both travel.
+            await asyncio.sleep(0)
             await asyncio.sleep(0)
             await self.get_response(ctx)
         finally:

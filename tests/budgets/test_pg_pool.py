@@ -149,8 +149,8 @@ def test_a_failing_statement_does_not_affect_the_others():
 
 
 def test_a_statement_leaves_in_its_tasks_first_step(one_connection):
-    """The budget hold is started as a task and the request goes on after one turn of the loop
-    (budgets/middleware.py): with a connection idle in the pool, the task's first step writes the statement, so
+    """The budget hold is started as a task and the request goes on after two turns of the loop
+    (budgets/middleware.py): with a connection idle in the pool, the task's first steps write the statement, so
     the database runs it while the loop is still busy with the request."""
     url = database_url(connection.settings_dict)
 
@@ -158,7 +158,8 @@ def test_a_statement_leaves_in_its_tasks_first_step(one_connection):
         await pg_pool.fetch_value("SELECT 1", [])  # the pool has an idle connection
         marker = f"sent-{uuid.uuid4().hex[:8]}"
         task = asyncio.get_running_loop().create_task(pg_pool.fetch_value(f"SELECT '{marker}', pg_sleep(0.5)", []))
-        await asyncio.sleep(0)  # one turn: the task's first step
+        await asyncio.sleep(0)  # two turns (budgets/middleware.py): the task's first steps
+        await asyncio.sleep(0)
         time.sleep(0.3)  # the request's own work: the loop does not turn
         with psycopg.connect(url) as other:
             seen = other.execute(
