@@ -112,7 +112,7 @@ def hold_all(
     counter took the hold (committed), else the index in `checks` of the first counter that refused (nothing
     held, no row).
 
-    On PostgreSQL, outside atomic(), this is one statement (`_HOLD`): one round trip. Elsewhere it is one
+    On PostgreSQL, outside atomic(), this is one statement (`_NATIVE_HOLD`): one round trip. Elsewhere it is one
     conditional UPDATE per counter and the INSERT in one transaction.
     """
     conn = connections[DEFAULT_DB_ALIAS]
@@ -146,37 +146,42 @@ def hold_all(
     return reservation_id, None
 
 
-# The hold on PostgreSQL: one call of the function of budgets/sql/budgets_spend_hold_v3.sql (one statement, one
-# round trip; the function's plans are cached by the database session, where an equivalent CTE was planned on
-# every call). Every argument is a bound parameter, so every hold has the same text: psycopg prepares it on a
-# connection's first use (`DATABASE_PREPARE_THRESHOLD`, gateway_project/pg_pool.py) and the database does not
-# parse and plan it per hold.
-_HOLD = (
-    "SELECT budgets_spend_hold_v3(%s::bigint[], %s::bigint[], %s::boolean[], %s::bigint, %s::uuid, %s::text, "
-    "%s::jsonb, %s::timestamptz, %s::timestamptz, %s::jsonb)"
+# The hold on PostgreSQL: one call of the function of migration budgets/0008 (0006's, plus the hold's record; one
+# statement, one round trip; the function's plans are cached by the database session, where an equivalent CTE was
+# planned on every call). Every
+# argument is a parameter, so every hold has the same text: the event loop's connection prepares it once
+# (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
+_HOLD_ARGUMENT_TYPES = (
+    "bigint[]",
+    "bigint[]",
+    "boolean[]",
+    "bigint",
+    "uuid",
+    "text",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
+    "jsonb",
 )
+_HOLD = "SELECT budgets_spend_hold_v3({})"
+# libpq's placeholders (the event loop's connection, the database thread's PQexecParams) and psycopg's.
+_NATIVE_HOLD = _HOLD.format(", ".join(f"${n}::{t}" for n, t in enumerate(_HOLD_ARGUMENT_TYPES, start=1))).encode()
+_CURSOR_HOLD = _HOLD.format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
 
 
-def _array(values) -> str:
-    """An array parameter in PostgreSQL's array text form, for integers, UUIDs and booleans only (nothing to
-    quote). psycopg's list adaptation inspects every element to choose the array's type on each execution:
-    about as much CPU as the rest of the hold's statement (bench/hold_path.py, docs/performance.md)."""
-    return "{" + ",".join(values) + "}"
-
-
-def _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list:
-    """The parameters of `_HOLD`, bound by psycopg."""
+def _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list[bytes]:
+    """The parameters of `_NATIVE_HOLD` as text (aware datetimes)."""
     return [
         _array(str(int(counter_id)) for counter_id, _, _ in checks),
         _array(str(int(limit_units)) for _, limit_units, _ in checks),
         _array("t" if include_byok else "f" for _, _, include_byok in checks),
-        int(amount),
-        reservation_id,
-        request_id[:100],
-        counter_ids_json([c for c, _, _ in checks]),
-        now,
-        expires_at,
-        record_json(record),
+        str(int(amount)).encode(),
+        str(reservation_id).encode(),
+        request_id[:100].encode(),
+        counter_ids_json([c for c, _, _ in checks]).encode(),
+        now.isoformat().encode(),
+        expires_at.isoformat().encode(),
+        record_json(record).encode(),
     ]
 
 
@@ -190,59 +195,64 @@ async def hold_all_async(
     record: dict | None = None,
     reservation_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, int | None]:
-    """`hold_all` on PostgreSQL from the event loop (gateway_project/pg_pool.py): the same function call, without
-    the database thread. `now` and `expires_at` must be aware datetimes."""
-    from gateway_project import pg_pool
+    """`hold_all` on PostgreSQL over the event loop's own connection (gateway_project/fast_pg.py): the same
+    function call, sent without the database thread as a prepared statement. `now` and `expires_at` must be
+    aware datetimes."""
+    from gateway_project import fast_pg
     from gateway_project.db_deadline import deadline_seconds
 
     reservation_id = reservation_id or uuid.uuid4()
-    params = _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record)
-    refused_id = await pg_pool.fetch_value(_HOLD, params, deadline_seconds())
-    if refused_id is None:
+    params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
+    result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True)
+    value = result.get_value(0, 0)
+    if value is None:
         return reservation_id, None
+    refused_id = int(value)
     return reservation_id, [counter_id for counter_id, _, _ in checks].index(refused_id)
 
 
-_SETTLE = (
-    "SELECT budgets_spend_settle_v2(%s::uuid[], %s::uuid[], %s::bigint[], %s::bigint[], %s::boolean[], "
-    "%s::integer[], %s::bigint[], %s::timestamptz)"
-)
+_SETTLE_CALL = b"SELECT budgets_spend_settle_v2($1, $2, $3, $4, $5, $6, $7, $8)"
+
+
+def _array(values) -> bytes:
+    return ("{" + ",".join(values) + "}").encode()
 
 
 def settle_statement(
     settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
-) -> tuple[str, list]:
-    """The one-statement settlement (budgets/sql/budgets_spend_settle_v2.sql) and its parameters: `settlements`
-    are (settlement id, reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
+) -> tuple[bytes, list]:
+    """The one-statement settlement of migration budgets/0005 and its parameters as text: `settlements` are
+    (settlement id, reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
     owners: list[str] = []
     counter_ids: list[str] = []
     for index, (_, _, _, _, _, counters) in enumerate(settlements, start=1):
         for counter_id in counters:
             owners.append(str(index))
             counter_ids.append(str(int(counter_id)))
-    return _SETTLE, [
-        _array(str(uuid.UUID(str(settlement_id))) for settlement_id, _, _, _, _, _ in settlements),
-        _array(str(uuid.UUID(str(reservation_id))) for _, reservation_id, _, _, _, _ in settlements),
+    return _SETTLE_CALL, [
+        _array(str(settlement_id) for settlement_id, _, _, _, _, _ in settlements),
+        _array(str(reservation_id) for _, reservation_id, _, _, _, _ in settlements),
         _array(str(int(amount)) for _, _, amount, _, _, _ in settlements),
         _array(str(int(cost)) for _, _, _, cost, _, _ in settlements),
         _array("t" if is_byok else "f" for _, _, _, _, is_byok, _ in settlements),
         _array(owners),
         _array(counter_ids),
-        now,
+        now.isoformat().encode(),
     ]
 
 
 async def settle_all_async(
     settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
 ) -> int:
-    """`counters.spend_settle_many` on PostgreSQL in one statement (budgets/sql/budgets_spend_settle_v2.sql) from
-    the event loop (gateway_project/pg_pool.py); returns how many reservation rows it removed. `now` (aware)
-    dates the applied settlements."""
-    from gateway_project import pg_pool
+    """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0005) over
+    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed.
+    `now` (aware) dates the applied settlements."""
+    from gateway_project import fast_pg
     from gateway_project.db_deadline import deadline_seconds
 
     statement, params = settle_statement(settlements, now)
-    value = await pg_pool.fetch_value(statement, params, deadline_seconds())
+    result = await fast_pg.client().query(statement, params, deadline_seconds(), prepared=True)
+    value = result.get_value(0, 0)
     return 0 if value is None else int(value)
 
 
@@ -250,10 +260,33 @@ def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, e
     import psycopg
 
     conn.ensure_connection()
-    params = _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record)
+    if now.tzinfo is not None and expires_at.tzinfo is not None:
+        # libpq's PQexecParams on the driver's connection, the parameters as text: the same statement and round
+        # trip as a psycopg cursor, without its adaptation and result machinery (about 45 us of CPU per hold
+        # here, bench/hold_cost.py).
+        params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
+        with conn.wrap_database_errors:
+            result = conn.connection.pgconn.exec_params(_NATIVE_HOLD, params)
+            if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
+                raise psycopg.errors.error_from_result(result, encoding="utf-8")
+            value = result.get_value(0, 0)
+        return None if value is None else int(value)
+    counter_ids = counter_ids_json([c for c, _, _ in checks])
+    params = [
+        [int(counter_id) for counter_id, _, _ in checks],
+        [int(limit_units) for _, limit_units, _ in checks],
+        [bool(include_byok) for _, _, include_byok in checks],
+        int(amount),
+        reservation_id,
+        request_id[:100],
+        counter_ids,
+        now,
+        expires_at,
+        record_json(record),
+    ]
     # Server-side binding without a prepared statement (it would not survive pgbouncer's transaction mode).
     with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
-        cursor.execute(_HOLD, params, prepare=False)
+        cursor.execute(_CURSOR_HOLD, params, prepare=False)
         return cursor.fetchone()[0]
 
 

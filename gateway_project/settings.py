@@ -113,13 +113,6 @@ GATEWAY_REQUEST_READ_TIMEOUT_SECONDS = env.float("GATEWAY_REQUEST_READ_TIMEOUT_S
 # Deadline of each data-plane database call (gateway_project/db_deadline.py): past it the request gets 503
 # and the stuck call's socket is shut down. The accounting writer's batches get 6 times as long.
 GATEWAY_DB_DEADLINE_SECONDS = env.float("GATEWAY_DB_DEADLINE_SECONDS", default=5.0)
-# PostgreSQL: the data plane's pool of each worker's event loop (gateway_project/pg_pool.py: the budget holds and
-# settlements), and when psycopg prepares a statement (after this many runs on a connection; `none`: never).
-DATABASE_POOL_MIN_SIZE = env.int("DATABASE_POOL_MIN_SIZE", default=1)
-DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=4)
-DATABASE_POOL_MAX_IDLE_SECONDS = env.float("DATABASE_POOL_MAX_IDLE_SECONDS", default=600.0)
-_prepare_threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="0").strip().lower()
-DATABASE_PREPARE_THRESHOLD = None if _prepare_threshold in ("", "none") else int(_prepare_threshold)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

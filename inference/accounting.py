@@ -5,11 +5,10 @@ row (receivers may set fields), one bulk insert, `generation_recorded` per row (
 rows such as the observability outbox), then `generations_recorded` once for the batch (the usage rollups).
 inference.recorder calls it off the request's critical path.
 
-On PostgreSQL the batch's writes are sent at the end in one pipeline (psycopg's, parameters bound), `BEGIN;
-<insert>; <rankings sample>; SAVEPOINT; <rollups>; RELEASE SAVEPOINT; COMMIT` (`BatchStatements`): the
-receivers that write add their statement to the batch (`deferred_statements`) instead of running it; a
-receiver that runs a query of its own through Django's cursors (the observability outbox) first sends what the
-batch holds, so it sees the rows.
+On PostgreSQL the batch's writes are sent at the end as one query, `BEGIN; <insert>; <rankings sample>;
+SAVEPOINT; <rollups>; RELEASE SAVEPOINT; COMMIT` (`BatchStatements`): the receivers that write add their
+statement to the batch (`deferred_statements`) instead of running it; a receiver that runs a query of its own
+through Django's cursors (the observability outbox) first sends what the batch holds, so it sees the rows.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import orjson
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from inference.batch_statements import BatchStatements, deferred_statements, deferring
+from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
 from inference.interrupted import replacing_interrupted
 from inference.models import Generation
 from inference.pipeline.context import Candidate, Context, Usage
@@ -308,10 +307,11 @@ def _insert_plan(conn) -> tuple[str, list]:
     return plan
 
 
-def _generations_batch_statement(conn, rows: list[Generation]) -> tuple[str, list[str]]:
-    """PostgreSQL: the INSERT of `rows` and its one parameter, the rows as JSON."""
+def _generations_batch_sql(conn, rows: list[Generation]) -> bytes:
+    """PostgreSQL: the INSERT of `rows` as one statement text, its JSON parameter quoted as a literal."""
     sql, plan = _insert_plan(conn)
-    return sql, [orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str).decode()]
+    batch = orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str)
+    return sql.replace("%s", "{}").encode().replace(b"{}", sql_literal(batch), 1)
 
 
 def insert_generations(rows: list[Generation]) -> None:
@@ -320,7 +320,7 @@ def insert_generations(rows: list[Generation]) -> None:
     PostgreSQL: one statement whose only parameter is the batch as JSON (orjson: about 2 µs a row, where binding
     41 parameters a row cost about ten times that in psycopg), the values converted to the columns' types by
     the database; inside an accounting batch (`record_generations_sync`) it is sent with the batch's other
-    statements and its COMMIT in one pipeline (`BatchStatements`), else on its own (the statement text never
+    statements and its COMMIT as one query (`BatchStatements`), else on its own (the statement text never
     changes, so its parsing is cached). Others: one statement run with `executemany`, each value prepared the
     way its model field prepares it."""
     conn = transaction.get_connection()
@@ -329,7 +329,7 @@ def insert_generations(rows: list[Generation]) -> None:
 
         batch = deferred_statements()
         if batch is not None:
-            batch.add(*_generations_batch_statement(conn, rows))
+            batch.add(_generations_batch_sql(conn, rows))
             return
         sql, plan = _insert_plan(conn)
         values = orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str).decode()
@@ -368,7 +368,7 @@ def record_generations_sync(contexts: list[Context]) -> list[Generation]:
     """Write the rows of several requests in one transaction (signals per row, around one bulk insert).
 
     On PostgreSQL the batch's statements (the insert, the rankings sample, the rollups in their savepoint)
-    are sent at the end in one pipeline with its BEGIN and COMMIT (`BatchStatements`): one round trip per batch
+    are sent at the end as one query with its BEGIN and COMMIT (`BatchStatements`): one round trip per batch
     where there were four (BEGIN, INSERT, the rollups, COMMIT)."""
     rows = [build_generation(ctx) for ctx in contexts]
     connection = transaction.get_connection()

@@ -1,7 +1,7 @@
 """The outbox write of every recorded generation, and the end of its stored trace.
 
 In the accounting transaction (`outbox_record`, receiver of `generation_recorded`; on PostgreSQL its insert is
-sent in the batch's pipeline, inference/accounting.py `deferred_statements`): which destinations get a
+sent with the batch's one query, inference/accounting.py `deferred_statements`): which destinations get a
 delivery is decided from cheap facts only (enabled, key allowlist, region, sampling); the trace is built once,
 cut to the size cap and encrypted (observability/bodies.py) into one TraceBody row, and each destination gets
 a light OutboxEntry row (no copy of the trace). `filter_rules`, privacy mode, broadcast flags and the wire
@@ -88,7 +88,11 @@ def _insert_outbox(rows: list[tuple[uuid.UUID, bool]], generation_id, body: tupl
     if connection.vendor == "postgresql":
         batch = deferred_statements()
         if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
-            batch.add(both, params, on_error=lambda error: _queue_failed(generation_id, error))
+            import psycopg
+
+            connection.ensure_connection()
+            text = psycopg.ClientCursor(connection.connection).mogrify(both, params).encode()
+            batch.add(text, on_error=lambda error: _queue_failed(generation_id, error))
             return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
@@ -123,7 +127,7 @@ def outbox_record(*, generation, ctx) -> int:
                     record.pop(name, None)
             body = seal(record, max_body_bytes())
             outbox = [(route.id, io) for route, io in rows]
-            if deferred_statements() is not None:  # PostgreSQL: in the batch's pipeline, in a savepoint of its own
+            if deferred_statements() is not None:  # PostgreSQL: in the batch's one query, in a savepoint of its own
                 _insert_outbox(outbox, generation.id, body, timezone.now())
             else:
                 with transaction.atomic():  # a savepoint: a failed insert must not take the Generation row with it

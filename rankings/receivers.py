@@ -17,7 +17,7 @@ from django.db import connection
 from django.dispatch import receiver
 
 from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
-from inference.batch_statements import deferred_statements
+from inference.batch_statements import deferred_statements, sql_literal
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
 from textscan.texts import prompt_text
@@ -70,19 +70,24 @@ def queue_sampled_generations(sender, generations, **kwargs) -> None:
         return
     # PostgreSQL, in an accounting batch: one statement sent with the batch's insert and COMMIT (the ORM's
     # bulk_create cost about 0.7 ms of CPU and a round trip for each batch with a sampled row).
-    values = orjson.dumps([[str(p.generation_id), p.text, p.created_at.isoformat()] for p in pending]).decode()
-    batch.add(_pending_insert_sql(), [values])
+    values = orjson.dumps([[str(p.generation_id), p.text, p.created_at.isoformat()] for p in pending])
+    batch.add(_pending_insert_sql() % sql_literal(values))
 
 
-_pending_sql: str | None = None
+_pending_sql: bytes | None = None
 
 
-def _pending_insert_sql() -> str:
+def _pending_insert_sql() -> bytes:
     global _pending_sql
     if _pending_sql is None:
         table = connection.ops.quote_name(PendingClassification._meta.db_table)
         _pending_sql = (
-            f"INSERT INTO {table} (generation_id, text, created_at) "
-            "SELECT (e->>0)::uuid, e->>1, (e->>2)::timestamptz FROM jsonb_array_elements(%s::jsonb) AS a(e)"
+            (
+                f"INSERT INTO {table} (generation_id, text, created_at) "
+                "SELECT (e->>0)::uuid, e->>1, (e->>2)::timestamptz FROM jsonb_array_elements(%s::jsonb) AS a(e)"
+            )
+            .encode()
+            .replace(b"%", b"%%")
+            .replace(b"%%s", b"%s")
         )
     return _pending_sql

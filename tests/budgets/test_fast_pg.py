@@ -1,7 +1,7 @@
-"""The event loop's PostgreSQL pool (gateway_project/pg_pool.py) and the budget hold sent over it.
+"""The event loop's own PostgreSQL client (gateway_project/fast_pg.py) and the budget hold sent over it.
 
 Against the real PostgreSQL test database (skipped on SQLite, where the hold stays on the database thread):
-exactness of many concurrent holds, one failing statement leaving the others alone, a connection
+exactness of many concurrent holds, one failing pipelined statement leaving the others alone, a connection
 killed by the server (in flight: 503 through the data plane; idle: replaced on the next call), a statement
 past the deadline, a hold whose client went away, and the number of connections the process keeps.
 """
@@ -23,7 +23,7 @@ from django.db import DataError, OperationalError, ProgrammingError, connection
 
 from budgets import counter_sql
 from budgets.models import SpendCounter, SpendReservation
-from gateway_project import pg_pool
+from gateway_project import fast_pg
 from tests.budgets.test_concurrency import database_url
 from tests.inference.conftest import add_endpoint, wait_idle
 
@@ -131,62 +131,56 @@ def test_many_concurrent_holds_are_exact_against_the_limit():
     assert set(SpendReservation.objects.values_list("id", flat=True)) == set(held)
 
 
-def test_a_failing_statement_does_not_affect_the_others():
+def test_a_failing_pipelined_statement_does_not_affect_the_others():
     async def scenario():
+        client = fast_pg.client()
         return await asyncio.gather(
-            pg_pool.fetch_value("SELECT %s::int + 1", [1]),
-            pg_pool.fetch_value("SELECT 1 / %s::int", [0]),
-            pg_pool.fetch_value("SELECT %s::int * 10", [3]),
-            pg_pool.fetch_value("SELECT %s::int", ["not a number"]),
-            pg_pool.fetch_value("SELECT 'fine'", []),
+            client.query(b"SELECT $1::int + 1", [b"1"]),
+            client.query(b"SELECT 1 / $1::int", [b"0"]),
+            client.query(b"SELECT $1::int * 10", [b"3"]),
+            client.query(b"SELECT $1::int", [b"not a number"]),
+            client.query(b"SELECT 'fine'", []),
             return_exceptions=True,
         )
 
     two, divided, thirty, bad, fine = run(scenario())
-    assert (two, thirty, fine) == (2, 30, "fine")
+    assert two.get_value(0, 0) == b"2" and thirty.get_value(0, 0) == b"30" and fine.get_value(0, 0) == b"fine"
     assert isinstance(divided, DataError) and "division by zero" in str(divided)
     assert isinstance(bad, DataError) and "invalid input syntax" in str(bad)
 
 
-def test_a_statement_leaves_in_its_tasks_first_step(one_connection):
-    """The budget hold is started as a task and the request goes on after two turns of the loop
-    (budgets/middleware.py): with a connection idle in the pool, the task's first steps write the statement, so
-    the database runs it while the loop is still busy with the request."""
+def test_a_statement_leaves_when_it_is_sent_before_the_loop_turns():
+    """The budget hold is sent ahead and the request goes on without yielding (budgets/middleware.py): the
+    statement must reach the database at once, not at the end of the loop's turn. libpq's pipeline sync writes
+    it; the database runs it while the loop is still busy."""
     url = database_url(connection.settings_dict)
 
     async def scenario():
-        await pg_pool.fetch_value("SELECT 1", [])  # the pool has an idle connection
+        client = fast_pg.client()
+        await client.query(b"SELECT 1", [])  # the connection is open
         marker = f"sent-{uuid.uuid4().hex[:8]}"
-        task = asyncio.get_running_loop().create_task(pg_pool.fetch_value(f"SELECT '{marker}', pg_sleep(0.5)", []))
-        await asyncio.sleep(0)  # two turns (budgets/middleware.py): the task's first steps
-        await asyncio.sleep(0)
+        future = client._connection.send(f"SELECT '{marker}'".encode(), [])
         time.sleep(0.3)  # the request's own work: the loop does not turn
         with psycopg.connect(url) as other:
             seen = other.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gateway-data-plane' AND query LIKE %s",
                 [f"%{marker}%"],
             ).fetchone()[0]
-        assert await task == marker
+        assert (await future).get_value(0, 0) == marker.encode()
         return seen
 
     assert run(scenario()) == 1
 
 
-async def _prepared_statements() -> list[str]:
-    """The statements prepared on the pool's connection (tests run it with one connection)."""
-    async with pg_pool.client().pool.connection() as conn:
-        rows = await (await conn.execute("SELECT statement FROM pg_prepared_statements", prepare=False)).fetchall()
-    return [statement for (statement,) in rows]
+def _prepared_statements(client) -> dict[str, str]:
+    async def names():
+        result = await client.query(b"SELECT name, statement FROM pg_prepared_statements", [])
+        return {result.get_value(i, 0).decode(): result.get_value(i, 1).decode() for i in range(result.ntuples)}
+
+    return names()
 
 
-@pytest.fixture
-def one_connection(settings):
-    settings.DATABASE_POOL_MAX_SIZE = 1
-    settings.DATABASE_POOL_MIN_SIZE = 1
-    settings.DATABASE_PREPARE_THRESHOLD = 0
-
-
-def test_holds_are_one_prepared_statement_of_the_connection(one_connection):
+def test_holds_are_one_prepared_statement_of_the_loop_connection():
     row = counter()
 
     async def scenario():
@@ -197,18 +191,19 @@ def test_holds_are_one_prepared_statement_of_the_connection(one_connection):
             )
             for amount in (100, 250, 7)
         ]
-        return held, await _prepared_statements()
+        return held, await _prepared_statements(fast_pg.client())
 
     held, prepared = run(scenario())
     assert all(refused is None for _, refused in held)
     row.refresh_from_db()
     assert row.reserved_units == 357  # each hold's own amount: the parameters are bound per execution
-    assert len([text for text in prepared if "budgets_spend_hold_v3" in text]) == 1
+    holds = {name: text for name, text in prepared.items() if "budgets_spend_hold_v3" in text}
+    assert len(holds) == 1 and next(iter(holds)).startswith("gateway_")
 
 
 def test_the_database_thread_hold_takes_aware_and_naive_times():
-    """`hold_all` outside atomic(): the same call with aware datetimes and naive ones (taken in the session's
-    time zone), each holding exactly its amount or refusing."""
+    """`hold_all` outside atomic(): the same call by PQexecParams (aware datetimes) and by a psycopg cursor
+    (naive ones, taken in the session's time zone), each holding exactly its amount or refusing."""
     row = counter()
 
     def hold(amount, now, request_id):
@@ -225,25 +220,40 @@ def test_the_database_thread_hold_takes_aware_and_naive_times():
     assert set(SpendReservation.objects.values_list("request_id", flat=True)) == {"aware", "naive"}
 
 
-def test_a_failed_statement_leaves_the_connection_usable(one_connection):
+def test_a_failed_execution_keeps_the_statement_prepared():
     async def scenario():
+        client = fast_pg.client()
         with pytest.raises(DataError, match="division by zero"):
-            await pg_pool.fetch_value("SELECT 10 / %s::int", [0])
+            await client.query(b"SELECT 10 / $1::int", [b"0"], prepared=True)  # PREPARE fine, execution fails
+        answer = await client.query(b"SELECT 10 / $1::int", [b"5"], prepared=True)
+        return answer.get_value(0, 0), await _prepared_statements(client)
+
+    value, prepared = run(scenario())
+    assert value == b"2" and fast_pg.prepared_statements
+    assert "SELECT 10 / $1::int" in prepared.values()
+
+
+def test_a_statement_that_cannot_be_prepared_reports_its_own_error_and_is_not_remembered():
+    async def scenario():
+        client = fast_pg.client()
         with pytest.raises(ProgrammingError, match="syntax error"):
-            await pg_pool.fetch_value("SELEC %s::int", [1])
-        return await pg_pool.fetch_value("SELECT 10 / %s::int", [5])
+            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
+        with pytest.raises(ProgrammingError, match="syntax error"):  # prepared again (not taken as known), fails
+            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
+        return (await client.query(b"SELECT $1::int + 1", [b"1"], prepared=True)).get_value(0, 0)
 
-    assert run(scenario()) == 2 and pg_pool.prepared_statements
+    assert run(scenario()) == b"2" and fast_pg.prepared_statements
 
 
-def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(monkeypatch, caplog, one_connection):
+def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(monkeypatch, caplog):
     """What a pooler in transaction mode does to a session's prepared statements (the next statement runs on
     another server session): the statement was not run, it is sent again unprepared, and the process stops
     preparing (one warning)."""
-    monkeypatch.setattr(pg_pool, "prepared_statements", True)
+    monkeypatch.setattr(fast_pg, "prepared_statements", True)
     row = counter()
 
     async def scenario():
+        client = fast_pg.client()
         now = now_aware()
 
         async def hold(request_id):
@@ -252,19 +262,18 @@ def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(mon
             )
 
         first = await hold("before")
-        async with pg_pool.client().pool.connection() as conn:
-            conn.pgconn.exec_(b"DEALLOCATE ALL")  # the server session forgets them, psycopg does not know
+        await client.query(b"DEALLOCATE ALL", [])  # the server session forgets every prepared statement
         second = await hold("after")
         third = await hold("unprepared")
-        return first, second, third, await _prepared_statements()
+        return first, second, third, await _prepared_statements(client)
 
-    with caplog.at_level("WARNING", logger="gateway.pg_pool"):
+    with caplog.at_level("WARNING", logger="gateway.fast_pg"):
         first, second, third, prepared = run(scenario())
     assert [refused for _, refused in (first, second, third)] == [None, None, None]
     assert set(SpendReservation.objects.values_list("request_id", flat=True)) == {"before", "after", "unprepared"}
     row.refresh_from_db()
     assert row.reserved_units == 300  # the lost statement's call ran once, not twice
-    assert pg_pool.prepared_statements is False and prepared == []
+    assert fast_pg.prepared_statements is False and prepared == {}
     assert sum("sent unprepared" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -278,17 +287,17 @@ def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, 
     settings.GATEWAY_DB_DEADLINE_SECONDS = 0.5
     settings.GATEWAY_ACCOUNTING_RETRY_SECONDS = 15
     row = counter()
-    params = pg_pool.connection_params()
+    params = fast_pg.connection_params()
     proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
     proxied: dict = {}
 
     def proxied_client():
         loop = asyncio.get_running_loop()
         if loop not in proxied:
-            proxied[loop] = pg_pool.DataPlanePool(lambda: {**params, "host": "127.0.0.1", "port": proxy.port})
+            proxied[loop] = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port})
         return proxied[loop]
 
-    monkeypatch.setattr(pg_pool, "client", proxied_client)
+    monkeypatch.setattr(fast_pg, "client", proxied_client)
 
     async def scenario():
         now = now_aware()
@@ -313,102 +322,104 @@ def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, 
     assert not SpendReservation.objects.filter(request_id="lost-answer").exists()
 
 
-def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced(one_connection):
+def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced():
     async def scenario():
-        first_pid = await pg_pool.fetch_value("SELECT pg_backend_pid()", [])
-        in_flight = asyncio.ensure_future(pg_pool.fetch_value("SELECT pg_sleep(30)", []))
+        client = fast_pg.client()
+        first_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
+        in_flight = asyncio.ensure_future(client.query(b"SELECT pg_sleep(30)", []))
         await asyncio.sleep(0.2)
-        await asyncio.to_thread(terminate, first_pid)
+        await asyncio.to_thread(terminate, int(first_pid))
         with pytest.raises(OperationalError):
             await asyncio.wait_for(in_flight, 10)
-        second_pid = await pg_pool.fetch_value("SELECT pg_backend_pid()", [], timeout=5)
+        second_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
         return first_pid, second_pid
 
     first, second = run(scenario())
     assert first != second
 
 
-def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_call(one_connection):
+def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_call():
     async def scenario():
-        first_pid = await pg_pool.fetch_value("SELECT pg_backend_pid()", [])
+        client = fast_pg.client()
+        first_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
         await asyncio.to_thread(terminate, first_pid)
-        await asyncio.to_thread(wait_for, lambda: first_pid not in [b[0] for b in backends()])
-        await asyncio.sleep(0.2)  # its socket closes as the process exits
-        second_pid = await pg_pool.fetch_value("SELECT pg_backend_pid()", [], timeout=5)  # no error
+        await asyncio.sleep(0.3)  # the server closed the socket: noticed by the loop
+        assert client.connections_open() == 0
+        second_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
         return first_pid, second_pid
 
     first, second = run(scenario())
     assert first != second
 
 
-def test_no_answer_within_the_deadline_is_an_operational_error_and_a_new_connection(one_connection):
+def test_no_answer_within_the_deadline_is_an_operational_error_and_a_new_connection():
     async def scenario():
-        first_pid = await pg_pool.fetch_value("SELECT pg_backend_pid()", [])
+        client = fast_pg.client()
+        slow = asyncio.ensure_future(client.query(b"SELECT pg_sleep(5)", [], timeout=0.3))
+        queued = asyncio.ensure_future(client.query(b"SELECT 1", [], timeout=3))
         started = time.monotonic()
         with pytest.raises(OperationalError, match="did not answer within 0.3 s"):
-            await pg_pool.fetch_value("SELECT pg_sleep(5)", [], timeout=0.3)
+            await slow
         waited = time.monotonic() - started
-        return first_pid, waited, await pg_pool.fetch_value("SELECT pg_backend_pid()", [], timeout=3)
+        with pytest.raises(OperationalError):  # behind the stuck one on the same connection
+            await queued
+        after = await client.query(b"SELECT 2", [], timeout=3)
+        return waited, after.get_value(0, 0)
 
-    first, waited, second = run(scenario())
-    assert waited < 2 and first != second
+    waited, value = run(scenario())
+    assert waited < 2 and value == b"2"
 
 
-def test_an_unreachable_database_is_an_operational_error():
-    params = pg_pool.connection_params()
+def test_an_unreachable_database_is_an_operational_error(monkeypatch):
+    params = fast_pg.connection_params()
 
     async def scenario():
-        client = pg_pool.DataPlanePool(lambda: {**params, "host": "127.0.0.1", "port": 1, "connect_timeout": 2})
-        try:
-            with pytest.raises(OperationalError):
-                await client.fetch_value("SELECT 1", [], timeout=1)
-        finally:
-            await client.close()
+        client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": 1, "connect_timeout": 2})
+        with pytest.raises(OperationalError):
+            await client.query(b"SELECT 1", [], timeout=3)
 
     run(scenario())
 
 
 def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_the_next_call():
-    """A connect past the caller's deadline goes on and fails later, once the database is back: the next call
-    gets a new connection instead of that stale failure (a 503 after recovery)."""
+    """A connect past the caller's deadline goes on (shielded) and fails later, once the database is back: the
+    next call opens a new connection instead of getting that stale failure (a 503 after recovery)."""
     from tests.fakes.tcp_blackhole import BlackholeProxy
 
-    params = pg_pool.connection_params()
+    params = fast_pg.connection_params()
     proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
     try:
         proxy.blackhole()
 
         async def scenario():
-            client = pg_pool.DataPlanePool(
-                lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2}
-            )
-            try:
-                with pytest.raises(OperationalError, match="connecting"):
-                    await client.fetch_value("SELECT 1", [], timeout=0.3)
-                await asyncio.sleep(2.6)  # the attempt itself times out meanwhile (connect_timeout 2 s)
-                proxy.resume()
-                return await client.fetch_value("SELECT 3", [], timeout=3)
-            finally:
-                await client.close()
+            client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2})
+            with pytest.raises(OperationalError, match="connecting"):
+                await client.query(b"SELECT 1", [], timeout=0.3)
+            await asyncio.sleep(2.6)  # the attempt itself times out meanwhile (connect_timeout 2 s, libpq's least)
+            assert client._connecting is not None and client._connecting.done()
+            proxy.resume()
+            answer = await client.query(b"SELECT 3", [], timeout=3)
+            client.close()
+            return answer.get_value(0, 0)
 
-        assert run(scenario()) == 3
+        assert run(scenario()) == b"3"
     finally:
         proxy.stop()
 
 
-def test_the_process_keeps_the_connections_of_running_event_loops_only(settings):
-    """Pools of event loops that ended (asyncio.run) leave no connection open; a running loop's (the session's
-    gateway server) keeps its own."""
-    settings.DATABASE_POOL_MAX_SIZE = 2
-    before, open_before = len(backends()), pg_pool.open_connections()
-    for _ in range(5):  # five event loops one after the other
+def test_the_process_keeps_one_connection_per_event_loop():
+    before = len(backends())
+    for _ in range(5):  # five event loops one after the other: each one's connection replaces the last's
 
         async def scenario():
-            await asyncio.gather(*(pg_pool.fetch_value("SELECT 1", []) for _ in range(50)))
+            client = fast_pg.client()
+            await asyncio.gather(*(client.query(b"SELECT 1", []) for _ in range(50)))
 
         run(scenario())
-    assert pg_pool.open_connections() <= open_before
-    wait_for(lambda: len(backends()) <= before)
+    assert fast_pg.open_connections() <= before + 1
+    wait_for(lambda: len(backends()) <= before + 1)
+    fast_pg.close_all()
+    wait_for(lambda: len(backends()) == 0 or fast_pg.open_connections() == 0)
 
 
 # Through the data plane (the gateway on a loopback port)
