@@ -20,6 +20,7 @@ import functools
 from typing import Any
 
 from gateway_project.pipeline import Candidate, Context
+from inference.providers.anthropic import thinks
 
 # Canonical member → the public router API's parameter name (the `supported_parameters` vocabulary).
 ROUTER_PARAMETERS: dict[str, str] = {
@@ -58,6 +59,7 @@ CAPABLE: dict[str, frozenset[str]] = {
 # extensions not every OpenAI-compatible server takes (and top_k, which api.openai.com refuses).
 _CHAT_EXTENSIONS = frozenset({"min_p", "top_a", "repetition_penalty", "cache_control"})
 DEFAULTS: dict[str, frozenset[str]] = {**CAPABLE, "openai-chat": _CHAT_ALL - _CHAT_EXTENSIONS}
+NOT_WITH_THINKING = frozenset({"temperature", "top_p", "top_k"})
 HEADER = b"x-service-omitted-parameters"
 
 
@@ -90,6 +92,8 @@ def omit_unsupported(
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """(the body `candidate` is sent, the public names of the parameters left out for it)."""
     omitted = used - candidate_supports(candidate)
+    if candidate.api_format == "anthropic-messages" and used & NOT_WITH_THINKING and thinks(body):
+        omitted |= used & NOT_WITH_THINKING  # Anthropic refuses sampling parameters with thinking on
     if not omitted:
         return body, ()
     return {k: v for k, v in body.items() if k not in omitted}, tuple(sorted(ROUTER_PARAMETERS[k] for k in omitted))

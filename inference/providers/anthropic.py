@@ -8,8 +8,9 @@ blocks, `function_call_output` → user `tool_result` blocks; function tools →
 and its mode; `parallel_tool_calls: false` →
 `disable_parallel_tool_use`); `max_tokens` (required) from `max_output_tokens` or
 GATEWAY_ANTHROPIC_MAX_TOKENS; `reasoning` → `thinking` with `reasoning.max_tokens` or a budget per effort (temperature,
-top_p and top_k are then left out, as Anthropic requires; a cap of 1024 or less, or a forced tool, is refused: no
-thinking is possible); `temperature` (0..1; above is refused, never clamped), `top_p`, `top_k`;
+top_p and top_k are then left out, as Anthropic requires, and reported by inference.router_parameters; a cap of
+1024 or less, or a forced tool, is refused: no thinking is possible); `temperature` (0..1; above is refused, never
+clamped), `top_p`, `top_k`;
 `item_reference` input items are refused (the gateway is stateless: nothing to reference);
 `text.format` json_schema → `output_format` with the structured-outputs beta header; content-part
 `cache_control` kept, a top-level `cache_control` marks the last block; `safety_identifier` (or `user`)
@@ -197,17 +198,35 @@ def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
         out["tool_choice"] = mapped
 
 
-def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
+def _effort(body: dict[str, Any]) -> str | None:
+    """The reasoning effort a (non-Messages) request asks for; None when it asks for no thinking."""
     reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
     effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
     if not effort or effort == "none" or reasoning.get("enabled") is False:
         return None
+    return effort
+
+
+def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
+    effort = _effort(body)
+    if effort is None:
+        return None
+    reasoning = body["reasoning"]
     if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):  # Anthropic refuses thinking with it
         raise unsupported("reasoning with a forced tool", "use tool_choice auto or turn reasoning off (effort none)")
     budget = reasoning.get("max_tokens")
     if isinstance(budget, int) and budget >= MIN_THINKING_BUDGET:
         return budget  # an explicit budget (a Messages request's thinking.budget_tokens)
     return THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
+
+
+def thinks(body: dict[str, Any]) -> bool:
+    """Whether the request turns Anthropic's thinking on (then `temperature`, `top_p` and `top_k` are not sent:
+    Anthropic refuses them with thinking; inference.router_parameters reports them left out)."""
+    if "anthropic_thinking" in body or "anthropic_output_config" in body:
+        thinking = body.get("anthropic_thinking")
+        return thinking is not None and thinking.get("type") != "disabled"
+    return _effort(body) is not None
 
 
 def _native_thinking(body: dict[str, Any], out: dict[str, Any], default_max_tokens: int) -> bool:

@@ -126,6 +126,23 @@ def test_temperature_above_1_on_anthropic_is_400(agent, agent_catalog):  # noqa:
     assert agent_catalog.requests[-1].body["temperature"] == 0.7
 
 
+def test_sampling_with_thinking_on_anthropic_is_left_out_and_reported(agent, agent_catalog):  # noqa: F811
+    """Was: temperature, top_p and top_k left out silently when thinking was on (Anthropic refuses them then)."""
+    body = {"model": CLAUDE, "input": "Hello", "temperature": 0.5, "top_p": 0.9, "top_k": 5}
+    thinking = agent.post("/responses", json={**body, "reasoning": {"effort": "low"}, "max_output_tokens": 4000})
+    assert thinking.status_code == 200, thinking.text
+    sent = agent_catalog.requests[-1].body
+    assert sent["thinking"]["type"] == "enabled" and not {"temperature", "top_p", "top_k"} & set(sent)
+    assert thinking.headers["x-service-omitted-parameters"] == "temperature, top_k, top_p"
+    plain = agent.post("/responses", json=body)
+    assert plain.status_code == 200 and "x-service-omitted-parameters" not in plain.headers
+    assert {k: agent_catalog.requests[-1].body[k] for k in ("temperature", "top_p", "top_k")} == {
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "top_k": 5,
+    }
+
+
 @pytest.mark.parametrize("model", [CLAUDE, CHAT], ids=["anthropic", "chat"])
 def test_item_reference_is_400_on_translating_formats(agent, agent_catalog, model):  # noqa: F811
     """Was: the referenced item was dropped and the rest sent."""
