@@ -13,7 +13,7 @@ from gateway_project.api.errors import GatewayError
 from gateway_project.db_deadline import db_reader
 from gateway_project.policy_cache import PolicyCache
 from guardrails.content import RuleResult, TextCache, redact, scan
-from guardrails.policy import EffectivePolicy, effective_policy, rule_spend_limit
+from guardrails.policy import EffectivePolicy, block_stage, effective_policy, rule_spend_limit, stage
 from guardrails.regions import request_region
 from guardrails.selectors import rules_for_key
 from inference.pipeline.context import Context, SpendLimit
@@ -55,17 +55,6 @@ def _refusal(message: str, metadata: dict[str, Any] | None = None) -> GatewayErr
     return GatewayError(403, message, metadata=metadata)
 
 
-def _stage(rule, summary: str, action: str, detected: bool, engines: list[str], patterns: list[str]) -> dict:
-    return {
-        "type": "guardrail",
-        "name": rule.name,
-        "guardrail_id": str(rule.id),
-        "guardrail_scope": rule.scope,
-        "summary": summary,
-        "data": {"action": action, "detected": detected, "engines": engines, "patterns": patterns},
-    }
-
-
 class RegionMiddleware:
     """The request's data region (guardrails.regions) → ctx.region; 403 when the effective
     `allowed_data_regions` exclude it."""
@@ -81,7 +70,7 @@ class RegionMiddleware:
             for rule in policy.rules:
                 if rule.allowed_data_regions is not None and ctx.region not in rule.allowed_data_regions:
                     summary = f"region {ctx.region} is not allowed"
-                    ctx.pipeline.append(_stage(rule, summary, "block", True, ["data-region"], [ctx.region]))
+                    ctx.pipeline.append(block_stage(rule, summary, "data-region", [ctx.region]))
             raise _refusal(
                 f"Requests through the {ctx.region} region are not allowed by a guardrail (allowed: {allowed})",
                 {"region": ctx.region, "allowed_data_regions": sorted(policy.allowed_regions)},
@@ -133,7 +122,7 @@ class GuardrailMiddleware:
             ]
             if refused:
                 summary = f"model {', '.join(refused)} is not allowed"
-                ctx.pipeline.append(_stage(rule, summary, "block", True, ["model-policy"], refused))
+                ctx.pipeline.append(block_stage(rule, summary, "model-policy", refused))
 
     @staticmethod
     def _refuse_unreadable_files(ctx: Context, policy: EffectivePolicy) -> None:
@@ -189,7 +178,7 @@ class GuardrailMiddleware:
             parts = [f"{verb} {counts[a]}" for a, verb in (("block", "blocked"), ("redact", "redacted"),
                                                              ("flag", "flagged")) if counts[a]]  # fmt: skip
             summary = ", ".join(parts) + " pattern(s)"
-        return _stage(rule, summary, action, action != "none", engines, patterns)
+        return stage(rule, summary, action, action != "none", engines, patterns)
 
     @staticmethod
     def _spend_limits(ctx: Context, policy: EffectivePolicy) -> list[SpendLimit]:

@@ -130,16 +130,21 @@ class EffectivePolicy:
         return all(slug in allowed for allowed in self.allowed_model_sets)
 
 
-def block_stage(rule: GuardrailRule, summary: str, engine: str, patterns: list[str]) -> dict[str, Any]:
-    """The `service_metadata.pipeline` stage of a guardrail that blocked the request (as a content block shows)."""
+def stage(rule: Any, summary: str, action: str, detected: bool, engines: list[str], patterns: list[str]) -> dict:
+    """A guardrail's `service_metadata.pipeline` stage: what it did to the request and what it found."""
     return {
         "type": "guardrail",
         "name": rule.name,
         "guardrail_id": str(rule.id),
         "guardrail_scope": rule.scope,
         "summary": summary,
-        "data": {"action": "block", "detected": True, "engines": [engine], "patterns": patterns},
+        "data": {"action": action, "detected": detected, "engines": engines, "patterns": patterns},
     }
+
+
+def block_stage(rule: GuardrailRule, summary: str, engine: str, patterns: list[str]) -> dict[str, Any]:
+    """The stage of a guardrail that blocked the request (as a content block shows)."""
+    return stage(rule, summary, "block", True, [engine], patterns)
 
 
 def _stages(rules: tuple[GuardrailRule, ...], summary: str, engine: str, patterns: Any = ()) -> tuple[dict, ...]:
