@@ -13,8 +13,9 @@ from accounts.principal import Principal
 from analytics import svg
 from analytics.models import Dimension, UsageDailyRollup
 from analytics.selectors import UsageQuery, group_labels, usage_series
-from budgets.counters import recorded_spend_units, units_to_usd
+from budgets.counters import recorded_spend_units
 from budgets.selectors import key_spend_limit, workspace_spend_limits
+from metering.cost import units_to_usd
 
 TOP_MODELS = 8
 TOP_ROWS = 10

@@ -22,7 +22,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -31,24 +31,15 @@ from django.db.models.functions import Coalesce
 
 from budgets import counter_sql as sql
 from budgets import keeper
-from budgets.models import UNITS_PER_USD, AppliedSettlement, SpendCounter, SpendReservation
+from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
 from gateway_project.api.errors import DATABASE_UNAVAILABLE_ERRORS
 from gateway_project.periods import period_end, period_start
 from inference.pipeline.context import SpendLimit
+from metering.cost import usd_to_units
 
 logger = logging.getLogger("gateway.budgets")
 _counter_ids: dict[tuple, int] = {}
 _MAX_CACHED_COUNTERS = 100_000
-
-
-def usd_to_units(amount: Decimal, *, round_up: bool = True) -> int:
-    """USD → integer units of 1e-10 USD (costs round up, limits round down: both err on the safe side)."""
-    rounding = ROUND_CEILING if round_up else ROUND_FLOOR
-    return int((Decimal(amount) * UNITS_PER_USD).to_integral_value(rounding=rounding))
-
-
-def units_to_usd(units: int) -> Decimal:
-    return Decimal(units) / UNITS_PER_USD
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,12 @@ from django.utils import timezone
 from accounts import key_limits
 from accounts.models import ApiKey
 from accounts.principal import Principal
-from budgets.counters import recorded_spend_units, units_to_usd
+from budgets.counters import recorded_spend_units
 from budgets.selectors import key_spend_limit, workspace_spend_limits
 from gateway_project.api.serializers import format_timestamp
 from gateway_project.periods import period_end
 from inference.pipeline.context import SpendLimit
+from metering.cost import units_to_usd
 
 
 def _layers(api_key: ApiKey) -> list[tuple[str, str | None, str | None, SpendLimit]]:

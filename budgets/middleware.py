@@ -19,8 +19,6 @@ from budgets.counters import (
     Settlement,
     spend_reserve,
     spend_settle,
-    units_to_usd,
-    usd_to_units,
 )
 from budgets.recovery import hold_record
 from budgets.selectors import key_spend_limit, workspace_spend_limits
@@ -30,10 +28,9 @@ from gateway_project.db_deadline import db_reader
 from gateway_project.db_thread import in_db_thread, loop_client_usable
 from gateway_project.pipeline import send_ahead
 from gateway_project.policy_cache import PolicyCache
-from inference.accounting import final_cost
 from inference.pipeline.context import Candidate, Context, SpendLimit
+from metering.cost import OWNED_BY_TURNS, ROW_NOT_WRITTEN, settlement_units, units_to_usd, usd_to_units
 from metering.estimate import request_prompt, worst_case_cost
-from metering.holds import OWNED_BY_TURNS, ROW_NOT_WRITTEN, SETTLED_BY_TURNS
 
 logger = logging.getLogger("gateway.budgets")
 _workspace_limits = PolicyCache("workspace-budgets")
@@ -199,15 +196,8 @@ class BudgetMiddleware:
             keeper.settled([hold.reservation_id])
             logger.warning("request %s has no row: its hold is left for the reaper to charge", ctx.request_id)
             return
-        outcome = ctx.outcome
-        cost = final_cost(ctx)  # the figure the Generation row records (at most the hold)
-        cost -= ctx.extras.get(SETTLED_BY_TURNS, 0)
-        cost = cost if cost > 0 else 0
-        units = usd_to_units(cost)
-        if units > hold.amount_units or outcome.cost > units_to_usd(hold.amount_units):
-            logger.warning("request %s cost $%s, more than its hold: charged the hold", ctx.request_id, outcome.cost)
-            units = min(units, hold.amount_units)
-        settlement = Settlement(hold=hold, cost_units=units, is_byok=outcome.credential_is_byok)
+        units = settlement_units(ctx, hold.amount_units)  # the Generation row's figure, at most the hold
+        settlement = Settlement(hold=hold, cost_units=units, is_byok=ctx.outcome.credential_is_byok)
         # Group-committed with concurrent requests' settlements (budgets/settler.py); shielded there: a second
         # cancellation only stops the waiting, the settlement stays queued. A failure is logged there.
         await settler.settle(settlement)

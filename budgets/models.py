@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from django.db import models
 
-from metering.holds import UNITS_PER_USD
+from metering.cost import units_to_usd
 
 
 class BudgetInterval(models.TextChoices):
@@ -70,15 +70,15 @@ class SpendCounter(models.Model):
 
     @property
     def spent_usd(self) -> Decimal:
-        return Decimal(self.spent_units) / UNITS_PER_USD
+        return units_to_usd(self.spent_units)
 
     @property
     def byok_spent_usd(self) -> Decimal:
-        return Decimal(self.byok_spent_units) / UNITS_PER_USD
+        return units_to_usd(self.byok_spent_units)
 
     @property
     def reserved_usd(self) -> Decimal:
-        return Decimal(self.reserved_units) / UNITS_PER_USD
+        return units_to_usd(self.reserved_units)
 
 
 class SpendReservation(models.Model):

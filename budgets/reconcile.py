@@ -27,9 +27,10 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Q, Sum
 
-from budgets.counters import generations_of, usd_to_units
+from budgets.counters import generations_of
 from budgets.models import SpendCounter, SpendReservation
 from gateway_project.periods import period_end, period_start
+from metering.cost import usd_to_units
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
-from decimal import Decimal
 
 from django.db.models import F
+
+from metering.cost import units_to_usd
 
 logger = logging.getLogger("gateway.budgets")
 
@@ -57,7 +58,6 @@ def record_interrupted(
 ) -> bool:
     """Write (or add to) the `interrupted` row of the request of a reaped hold; False when there is none to write
     (no request id or record: a hold of the previous release; or the request's own row exists)."""
-    from budgets.models import UNITS_PER_USD
     from inference.accounting import unsaved_generation
     from inference.models import Generation, GenerationStatus
     from inference.signals import generations_recorded
@@ -66,7 +66,7 @@ def record_interrupted(
     if row_id is None or not record or not record.get("org"):
         logger.warning("reaped hold of request %r has no record: charged without a Generation row", request_id)
         return False
-    cost = Decimal(amount_units) / UNITS_PER_USD
+    cost = units_to_usd(amount_units)
     rows = Generation.objects.filter(id=row_id)
     if rows.filter(status=GenerationStatus.INTERRUPTED).update(cost=F("cost") + cost, completed_at=now):
         return True

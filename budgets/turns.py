@@ -33,10 +33,10 @@ from typing import Any
 from django.utils import timezone
 
 from budgets import settler
-from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve, units_to_usd, usd_to_units
+from budgets.counters import Hold, LimitExceeded, Settlement, spend_reserve
 from budgets.recovery import hold_record
 from gateway_project.db_thread import in_db_thread
-from metering.holds import OVER_HOLD, OWNED_BY_TURNS, SETTLED_BY_TURNS
+from metering.cost import OWNED_BY_TURNS, SETTLED_BY_TURNS, turn_charge_units, units_to_usd, usd_to_units
 
 logger = logging.getLogger("gateway.budgets")
 _LIMITS = "budgets.turn_limits"  # ctx.extras: the limits of the request (looked up once)
@@ -101,16 +101,7 @@ async def settle_turn(ctx: Any, turn: TurnHold, cost: Decimal, *, is_byok: bool)
     if turn.settled:
         return Decimal(0)
     turn.settled = True
-    units = usd_to_units(cost) if cost > 0 else 0
-    if units > turn.amount_units:
-        logger.warning(
-            "request %s: a turn cost $%s, more than its hold of $%s; charged the hold",
-            ctx.request_id,
-            cost,
-            turn.amount,
-        )
-        units = turn.amount_units
-        ctx.extras[OVER_HOLD] = ctx.extras.get(OVER_HOLD, Decimal(0)) + cost - turn.amount
+    units = turn_charge_units(ctx, cost, turn.amount_units)
     left = units
     settlements = []
     for hold in turn.holds:

@@ -1,4 +1,4 @@
-"""Cost of a generation and the one Generation row written for every request that reached routing.
+"""The one Generation row written for every request that reached routing (its cost: metering/cost.py).
 
 `record_generations_sync(contexts)` writes rows in one `transaction.atomic()`: `generation_recording` per
 row (receivers may set fields), one bulk insert, `generation_recorded` per row (receivers write dependent
@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -26,11 +25,9 @@ from django.db.models.base import ModelState
 from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
 from inference.interrupted import replacing_interrupted
 from inference.models import Generation
-from inference.pipeline.context import Candidate, Context, Usage
+from inference.pipeline.context import Context
 from inference.signals import generation_recorded, generation_recording, generations_recorded
-from metering.estimate import OUTPUT_FRAMING_TOKENS, token_bound
-from metering.holds import OVER_HOLD, OWNED_BY_TURNS, UNITS_PER_USD
-from metering.prices import bound_cost, request_tier, usage_cost
+from metering.cost import OVER_HOLD, final_cost
 
 logger = logging.getLogger("gateway.accounting")
 
@@ -53,109 +50,6 @@ MODALITY_OF_PART = {
     "input_file": "file",
     "input_audio": "audio",
 }
-
-
-def compute_cost(candidate: Candidate | None, usage: Usage, tier: str = "auto") -> Decimal:
-    """USD cost of `usage` on `candidate` (metering/prices.py): what the upstream reported, else its price sheet."""
-    return usage_cost(candidate, usage, tier)
-
-
-def price(ctx: Context, candidate: Candidate | None, usage: Usage) -> Decimal:
-    """The cost of `usage` at the tier the request asked for."""
-    return usage_cost(candidate, usage, request_tier(ctx.body))
-
-
-def within_hold(ctx: Context, cost: Decimal) -> Decimal:
-    """An estimated cost never exceeds the request's hold (the worst case reserved for it), when it has one."""
-    amount = getattr(ctx.reservation, "amount_units", None)
-    if amount is None:
-        return cost
-    return min(cost, Decimal(amount) / UNITS_PER_USD)
-
-
-def estimated_usage(ctx: Context, candidate: Candidate, output_bytes: int) -> Usage:
-    """Usage the upstream did not report: the input bound, and the output counted from what was produced (its
-    UTF-8 bytes plus framing, see metering/estimate.py) within the output cap sent upstream."""
-    bound = token_bound(ctx.body, candidate)
-    output = min(output_bytes + OUTPUT_FRAMING_TOKENS, bound.output_tokens)
-    return Usage(input_tokens=bound.input_tokens, output_tokens=output, reported=False, estimated=True)
-
-
-def settled_usage(ctx: Context, candidate: Candidate, usage: Usage, output: list[dict[str, Any]]) -> Usage:
-    """The usage of a finished answer: the upstream's, or when it reported none, the estimate (logged)."""
-    if usage.reported:
-        return usage
-    logger.warning(
-        "%s answered request %s without usage; charged from the estimate", candidate.provider_slug, ctx.request_id
-    )
-    return estimated_usage(ctx, candidate, len(orjson.dumps(output)) if output else 0)
-
-
-def note_over_hold(ctx: Context, excess: Decimal) -> None:
-    """The provider reported usage costing `excess` more than the hold it was charged: the row keeps the
-    provider's figure in `reported_cost` (the answer's `usage.cost`, the row's `cost` and the counters say what
-    was charged, the hold)."""
-    ctx.extras[OVER_HOLD] = ctx.extras.get(OVER_HOLD, Decimal(0)) + excess
-    logger.warning("request %s: the provider reported $%s more than its hold; charged the hold", ctx.request_id, excess)
-
-
-def settled_cost(ctx: Context, candidate: Candidate | None, usage: Usage) -> Decimal:
-    """The cost recorded, charged and answered: the price of the usage, within the request's hold (a provider
-    reporting more than the hold is charged the hold, and the row says so: `note_over_hold`). Turns held one by
-    one (budgets/turns.py) cap their own costs at their holds."""
-    cost = price(ctx, candidate, usage)
-    if usage.estimated:
-        return within_hold(ctx, cost)
-    if ctx.extras.get(OWNED_BY_TURNS):
-        return cost
-    charged = within_hold(ctx, cost)
-    if charged < cost:
-        note_over_hold(ctx, cost - charged)
-    return charged
-
-
-def charge_unanswered(ctx: Context, candidate: Candidate, is_byok: bool) -> None:
-    """The request went to `candidate` but its answer never came (the client went away while the upstream was
-    working): the provider may bill it whole, so it is charged its worst case on that endpoint (its hold)."""
-    outcome = ctx.outcome
-    bound = token_bound(ctx.body, candidate)
-    outcome.candidate = candidate
-    outcome.credential_is_byok = is_byok
-    outcome.usage = Usage(
-        input_tokens=bound.input_tokens, output_tokens=bound.output_tokens, reported=False, estimated=True
-    )
-    cost = bound_cost(candidate, bound.input_tokens, bound.output_tokens, request_tier(ctx.body))
-    outcome.cost = within_hold(ctx, cost)
-
-
-def _output_bytes(ctx: Context, streamed_text: str) -> int:
-    items = ctx.outcome.output
-    size = len(orjson.dumps(items)) if items else 0
-    return max(size, len(streamed_text.encode()))
-
-
-def estimate_usage(ctx: Context, streamed_text: str) -> None:
-    """A stream that failed or was cancelled after the first byte has no upstream usage: charge the input bound
-    and the output streamed so far (within the output cap and the hold), marked as estimated."""
-    outcome = ctx.outcome
-    if outcome.usage.input_tokens or outcome.usage.output_tokens or outcome.candidate is None:
-        return
-    outcome.usage = estimated_usage(ctx, outcome.candidate, _output_bytes(ctx, streamed_text))
-    outcome.cost = settled_cost(ctx, outcome.candidate, outcome.usage)
-
-
-def final_cost(ctx: Context) -> Decimal:
-    """The cost the Generation row records and the spend counters are charged (the same figure for both): never
-    more than the request's hold (a provider that bills above the worst case is charged the hold, and logged by
-    BudgetMiddleware); with per-turn holds (budgets/turns.py), the sum of what the turns were charged."""
-    outcome = ctx.outcome
-    if outcome.cost or outcome.candidate is None:
-        cost = outcome.cost if outcome.cost > 0 else Decimal(0)
-    else:
-        cost = settled_cost(ctx, outcome.candidate, outcome.usage)
-    if ctx.extras.get(OWNED_BY_TURNS):
-        return cost
-    return within_hold(ctx, cost)
 
 
 def context_bucket(input_tokens: int) -> str:

@@ -26,7 +26,6 @@ from django.conf import settings
 
 from gateway_project.api.errors import GatewayError
 from gateway_project.pipeline import admitted
-from inference.accounting import charge_unanswered, estimate_usage
 from inference.credentials import credentials_for
 from inference.ingress import ingress_of
 from inference.ingress.common import DEBUG_KEY
@@ -37,6 +36,7 @@ from inference.providers.registry import get_adapter
 from inference.router_parameters import note_omitted, omit_unsupported, router_parameters_used
 from inference.routing import remember_session, resolve_candidates
 from inference.servertools.plan import needs_plan, prepare
+from metering.cost import charge_unanswered, estimate_usage
 from metering.estimate import output_token_cap
 
 T = TypeVar("T")

@@ -29,7 +29,7 @@ from gateway_project.db_thread import DatabaseThread, in_db_thread
 from gateway_project.group_commit import GroupCommit, retry_while_unavailable
 from inference.accounting import STRIP_FREE_FORM, record_generations_sync
 from inference.pipeline.context import Context
-from metering.holds import ROW_NOT_WRITTEN
+from metering.cost import ROW_NOT_WRITTEN
 
 logger = logging.getLogger("gateway.accounting")
 MAX_BATCH = 500

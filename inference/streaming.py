@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 
-from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import (
     CanonicalResult,
@@ -33,6 +32,7 @@ from inference.providers.base import (
 )
 from inference.response import function_call_item, message_item, new_item_id, response_object, usage_object
 from inference.stream_reasoning import ReasoningItems
+from metering.cost import settled_cost, settled_usage
 
 DONE_FRAME = b"data: [DONE]\n\n"
 SSE_HEADERS = [

@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference.accounting import compute_cost
 from inference.credentials import credentials_for
 from inference.embeddings import vectors
 from inference.embeddings.adapters import EmbeddingCall, EmbeddingResult, embeddings_adapter
@@ -29,6 +28,7 @@ from inference.pipeline.context import Candidate, Context, Credential, Usage
 from inference.providers.base import ProviderError, ProviderErrorKind
 from inference.providers.errors import malformed
 from inference.routing import remember_session, requested_models, resolve_candidates
+from metering.prices import usage_cost
 
 
 def _attempt(ctx: Context, candidate: Candidate, status: str) -> None:
@@ -74,7 +74,7 @@ def _charge_unanswered(ctx: Context, candidate: Candidate, cred: Credential, inp
     """The provider had the request and may bill it: charged its input bound (within the request's hold)."""
     outcome = ctx.outcome
     outcome.usage = Usage(input_tokens=_estimated_tokens(inputs), reported=False, estimated=True)
-    outcome.cost = compute_cost(candidate, outcome.usage)
+    outcome.cost = usage_cost(candidate, outcome.usage)
     outcome.candidate, outcome.credential_is_byok = candidate, cred.is_byok
 
 
@@ -82,7 +82,7 @@ async def _answer(ctx: Context, candidate: Candidate, cred: Credential, result: 
     outcome = ctx.outcome
     if not result.usage.input_tokens:
         result.usage = Usage(input_tokens=_estimated_tokens(inputs), reported=False, estimated=True)
-    cost = compute_cost(candidate, result.usage)
+    cost = usage_cost(candidate, result.usage)
     try:
         payload = answer_object(ctx, candidate, result, cost, cred.is_byok)
     except ValueError:  # an upstream base64 vector that does not decode

@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 
 from gateway_project.api.errors import validation_error
-from inference.accounting import settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, FunctionCallDone
 from inference.response import service_metadata
 from inference.schema_parts import REASONING_EFFORTS
+from metering.cost import settled_cost, settled_usage
 
 DEBUG_KEY = "inference.debug_body"  # ctx.extras: the upstream body a JSON answer echoes (debug.echo_upstream_body)
 

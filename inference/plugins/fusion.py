@@ -21,11 +21,11 @@ from decimal import Decimal
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
-from inference.accounting import price, settled_cost, settled_usage
 from inference.pipeline.context import Candidate, Usage
 from inference.plugins.context import field_of, insert_before_last_user
 from inference.plugins.registry import Plugin, register
 from inference.providers.base import ProviderError, UpstreamCall
+from metering.cost import price, settled_cost, settled_usage
 
 FIELDS = frozenset({"id", "enabled", "analysis_models", "max_chars"})
 MAX_PANEL = 8

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
 
-from inference.accounting import price
 from inference.handler import SHAPE_KEY
 from inference.pipeline.context import Candidate, Context
 from inference.providers.base import ProviderError
+from metering.cost import price
 from metering.estimate import worst_case_cost
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 import orjson
 
-from inference.accounting import settled_cost, settled_usage
 from inference.handler import SHAPE_KEY, _fail_stream, upstream_body
 from inference.ingress import ingress_of
 from inference.ingress.common import LoopAnswer
@@ -34,6 +33,7 @@ from inference.servertools.conditions import Progress, first_holding
 from inference.servertools.plan import Plan
 from inference.servertools.state import LoopState, assistant_items, initial_state, turn_body
 from inference.servertools.turns import JsonTurns, StreamTurns, Turn
+from metering.cost import settled_cost, settled_usage
 
 MAX_STEPS = 30
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from budgets import counters
 from budgets.models import SpendCounter, SpendReservation
 from inference.pipeline.context import SpendLimit
+from metering.cost import usd_to_units
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WORKSPACE = str(uuid.uuid4())
@@ -32,7 +33,7 @@ def limits(workspace_limit: str, key_limit: str) -> list[SpendLimit]:
 
 def reserve(workspace_limit: str, key_limit: str, usd: str) -> counters.Hold:
     return counters.spend_reserve(
-        limits=limits(workspace_limit, key_limit), amount_units=counters.usd_to_units(Decimal(usd)), now=timezone.now()
+        limits=limits(workspace_limit, key_limit), amount_units=usd_to_units(Decimal(usd)), now=timezone.now()
     )
 
 
@@ -41,7 +42,7 @@ def test_a_hold_outside_atomic_commits_on_the_driver_connection():
     hold = reserve("10", "10", "1.5")
     assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [15_000_000_000] * 2
     assert SpendReservation.objects.get().id == hold.reservation_id
-    counters.spend_settle(hold=hold, cost_units=counters.usd_to_units(Decimal("0.5")), is_byok=False)
+    counters.spend_settle(hold=hold, cost_units=usd_to_units(Decimal("0.5")), is_byok=False)
     assert sorted(SpendCounter.objects.values_list("reserved_units", "spent_units")) == [(0, 5_000_000_000)] * 2
     assert not SpendReservation.objects.exists()
 
@@ -88,14 +89,14 @@ def test_three_limits_all_or_nothing_and_the_refusing_one_is_named():
                    limit_usd=Decimal("3"), interval="monthly", include_byok=True),
     ]  # fmt: skip
     now = timezone.now()
-    counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("2")), now=now)
+    counters.spend_reserve(limits=three, amount_units=usd_to_units(Decimal("2")), now=now)
     with pytest.raises(counters.LimitExceeded) as refused:
-        counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("2")), now=now)
+        counters.spend_reserve(limits=three, amount_units=usd_to_units(Decimal("2")), now=now)
     assert refused.value.limit.name == "guardrail"
     assert refused.value.reserved_units == 20_000_000_000
     assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [20_000_000_000] * 3
     assert SpendReservation.objects.count() == 1
-    counters.spend_reserve(limits=three, amount_units=counters.usd_to_units(Decimal("1")), now=now)  # exactly fits
+    counters.spend_reserve(limits=three, amount_units=usd_to_units(Decimal("1")), now=now)  # exactly fits
     assert sorted(SpendCounter.objects.values_list("reserved_units", flat=True)) == [30_000_000_000] * 3
     with pytest.raises(counters.LimitExceeded):  # a free request needs the limit not to be reached
         counters.spend_reserve(limits=three, amount_units=0, now=now)
@@ -104,7 +105,7 @@ def test_three_limits_all_or_nothing_and_the_refusing_one_is_named():
 def test_the_reservation_row_records_the_request_its_counters_and_its_times():
     now = timezone.now()
     hold = counters.spend_reserve(
-        limits=limits("10", "10"), amount_units=counters.usd_to_units(Decimal("1")), now=now, request_id="req-Ünï-42"
+        limits=limits("10", "10"), amount_units=usd_to_units(Decimal("1")), now=now, request_id="req-Ünï-42"
     )
     row = SpendReservation.objects.get(id=hold.reservation_id)
     assert row.request_id == "req-Ünï-42" and row.amount_units == 10_000_000_000

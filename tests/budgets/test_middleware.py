@@ -68,7 +68,7 @@ def test_a_cost_above_the_hold_is_charged_the_hold(org, caplog):
     counter = workspace_counter(org)
     assert counter.spent_usd == Decimal("0.10") and counter.reserved_units == 0
     assert "more than its hold" in caplog.text
-    from inference.accounting import final_cost
+    from metering.cost import final_cost
 
     assert final_cost(ctx) == Decimal("0.10")  # the Generation row records the same figure
 

@@ -22,9 +22,9 @@ import httpx
 import pytest
 from django.core.management import call_command
 
-from budgets.counters import usd_to_units
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Endpoint, Generation
+from metering.cost import usd_to_units
 from tests.budgets.test_concurrency import two_gateways  # noqa: F401  (fixture)
 from tests.inference.conftest import add_endpoint
 

@@ -31,10 +31,11 @@ from django.core.management import call_command
 from django.db import connection, connections, transaction
 
 from budgets import keeper
-from budgets.counters import reservations_reap, spend_reserve, usd_to_units
+from budgets.counters import reservations_reap, spend_reserve
 from budgets.models import SpendCounter, SpendReservation
 from inference.models import Generation
 from inference.pipeline.context import SpendLimit
+from metering.cost import usd_to_units
 from tests.budgets.test_concurrency import BASE_DIR, database_url
 from tests.inference.conftest import add_endpoint, wait_idle
 from tests.reliability.test_database_blackhole import black_hole  # noqa: F401 (fixture)

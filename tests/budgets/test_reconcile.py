@@ -16,6 +16,7 @@ from budgets import counters
 from budgets.models import SpendCounter, SpendReservation
 from budgets.selectors import workspace_spend_limits
 from inference.models import Generation
+from metering.cost import usd_to_units
 from tests.budgets.test_e2e import ask, generations, http, priced_echo, put_budget, settled_counter  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +44,7 @@ def test_counters_of_served_requests_agree_with_the_record(http, org):  # noqa: 
 
 def test_drift_is_reported_then_fixed(http, org):  # noqa: F811
     counter = served(http, org)
-    lost = counters.usd_to_units(Decimal("0.004"))  # a settlement lost with a PostgreSQL crash
+    lost = usd_to_units(Decimal("0.004"))  # a settlement lost with a PostgreSQL crash
     SpendCounter.objects.filter(id=counter.id).update(spent_units=counter.spent_units - lost, reserved_units=7)
     with pytest.raises(CommandError) as drifted:
         reconcile()
@@ -75,7 +76,7 @@ def test_reaped_holds_and_requests_in_flight_are_not_drift(http, org):  # noqa: 
 
     assert reconcile() == "checked 2 counter(s): 0 drifted\n"
     counter.refresh_from_db()
-    assert counter.reserved_units == 300 and counter.spent_units == counters.usd_to_units(Decimal("0.004")) + 500
+    assert counter.reserved_units == 300 and counter.spent_units == usd_to_units(Decimal("0.004")) + 500
 
 
 def test_byok_spend_and_scope_filter(http, org):  # noqa: F811

@@ -15,6 +15,7 @@ from budgets.middleware import BudgetMiddleware
 from budgets.models import AppliedSettlement, SpendCounter, SpendReservation
 from budgets.selectors import workspace_spend_limits
 from gateway_project.api.errors import GatewayError
+from metering.cost import usd_to_units
 from tests.budgets.conftest import Upstream, gated, make_ctx, principal_of, run
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ def orphan_hold(org, amount_usd="0.85"):
     """A reservation whose process died before settling it."""
     return counters.spend_reserve(
         limits=workspace_spend_limits(org.workspace.id),
-        amount_units=counters.usd_to_units(Decimal(amount_usd)),
+        amount_units=usd_to_units(Decimal(amount_usd)),
         now=timezone.now(),
         request_id="crashed",
     )
@@ -91,11 +92,11 @@ def test_a_request_settling_after_its_hold_was_reaped_is_charged_its_cost_once(o
         slow = orphan_hold(org, "0.5")
         other = orphan_hold(org, "0.25")
     with time_machine.travel(now + timedelta(seconds=30), tick=False):
-        counters.spend_settle(hold=other, cost_units=counters.usd_to_units(Decimal("0.1")), is_byok=False)
+        counters.spend_settle(hold=other, cost_units=usd_to_units(Decimal("0.1")), is_byok=False)
     with time_machine.travel(now + timedelta(seconds=61), tick=False):
         assert counters.reservations_reap(now=timezone.now()) == 1
         assert SpendCounter.objects.get().spent_usd == Decimal("0.6")  # $0.1 + the reaped $0.5 hold
-        counters.spend_settle(hold=slow, cost_units=counters.usd_to_units(Decimal("0.4")), is_byok=False)
+        counters.spend_settle(hold=slow, cost_units=usd_to_units(Decimal("0.4")), is_byok=False)
     counter = SpendCounter.objects.get()
     assert counter.reserved_units == 0 and counter.spent_usd == Decimal("0.5")  # the hold's charge replaced
     assert not SpendReservation.objects.exists()
@@ -108,14 +109,14 @@ def test_a_settlement_applied_again_charges_nothing_twice(org):
     services.budget_put(workspace=org.workspace, interval="daily", limit_usd=Decimal("1"))
     limits = workspace_spend_limits(org.workspace.id)
     now = timezone.now()
-    first = counters.spend_reserve(limits=limits, amount_units=counters.usd_to_units(Decimal("0.4")), now=now)
-    second = counters.spend_reserve(limits=limits, amount_units=counters.usd_to_units(Decimal("0.3")), now=now)
-    applied = counters.Settlement(hold=first, cost_units=counters.usd_to_units(Decimal("0.25")), is_byok=False)
+    first = counters.spend_reserve(limits=limits, amount_units=usd_to_units(Decimal("0.4")), now=now)
+    second = counters.spend_reserve(limits=limits, amount_units=usd_to_units(Decimal("0.3")), now=now)
+    applied = counters.Settlement(hold=first, cost_units=usd_to_units(Decimal("0.25")), is_byok=False)
     counters.spend_settle_many([applied])
     counters.spend_settle_many([applied])  # the retry
     counter = SpendCounter.objects.get()
     assert counter.spent_usd == Decimal("0.25") and counter.reserved_units == second.amount_units
-    later = counters.Settlement(hold=second, cost_units=counters.usd_to_units(Decimal("0.1")), is_byok=False)
+    later = counters.Settlement(hold=second, cost_units=usd_to_units(Decimal("0.1")), is_byok=False)
     counters.spend_settle_many([applied, later])
     counter.refresh_from_db()
     assert counter.spent_usd == Decimal("0.35") and counter.reserved_units == 0

@@ -21,11 +21,12 @@ from budgets.models import SpendCounter, SpendReservation
 from gateway_project import lifespan
 from gateway_project.policy_cache import read_policy_version
 from inference.pipeline.context import SpendLimit
+from metering.cost import usd_to_units
 from tests.budgets.conftest import gated, make_ctx, principal_of
 
 pytestmark = pytest.mark.django_db
 
-units = counters.usd_to_units
+units = usd_to_units
 
 
 def limit(scope_id: str, usd: str = "100", scope: str = "api-key") -> SpendLimit:

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from budgets import services as budget_services
-from budgets.counters import usd_to_units
 from guardrails import services as guardrail_services
+from metering.cost import usd_to_units
 from tests.routers.conftest import CODE_PROMPT, TRIVIA_PROMPT, ask, generations, stage_of, upstream_of
 
 

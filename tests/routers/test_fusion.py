@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from budgets import services as budget_services
-from budgets.counters import usd_to_units
+from metering.cost import usd_to_units
 from tests.fakes.fake_formats import Reply
 from tests.routers.conftest import generations, stage_of
 

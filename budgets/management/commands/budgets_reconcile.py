@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from budgets.counters import units_to_usd
 from budgets.reconcile import Drift, reconcile
+from metering.cost import units_to_usd
 
 SCOPES = ("workspace", "api-key", "guardrail")
 
