@@ -279,13 +279,19 @@ async def admitted(ctx: Context) -> None:
     """Await the request's admission checks (`Admission.wait`) once, if any are pending; raises the first refusal
     (or the check's own failure) and marks the request `not_admitted`.
 
-    They are awaited before anything can reach the upstream or answer: by the upstream call itself
-    (inference.handler.call_with_fallback: an HTTP adapter's call awaits them once its request is built, right
-    before it is written; any other adapter's answer awaits them before it goes out; before the server-tool
-    loop), by the response cache before it answers from the cache, by the chain's innermost handler when it does
-    not await them itself (inference.pipeline.runner.build_chain), and by AccountingMiddleware (or
-    RateLimitMiddleware, for a failure outside it) before a failed request is recorded: a refusal comes first.
-    Whoever comes first awaits them; the others find none pending.
+    This is the one function that awaits them; where a request goes determines which of these calls it first,
+    and the others then read the outcome (`ctx.admission` is None, `ctx.not_admitted`):
+
+    - the upstream call's gate (`UpstreamCall.gate`, set by inference.handler.call_with_fallback): every adapter
+      awaits it before anything of its answer goes out, an HTTP adapter once its request is built, right before
+      it is written, so the checks travel while the call is prepared. The handler reads the outcome after it;
+    - before the server-tool loop (inference.handler.handle): its plugins and tools may call out first;
+    - the chain's innermost handler when its calls carry no gate (/embeddings, the token count;
+      inference.pipeline.runner.build_chain);
+    - the response cache, before it answers a hit (no upstream call) or names the cache in a header;
+    - a request that failed before any of those: AccountingMiddleware before it records it (a refused request is
+      not recorded, an admitted one is, and its hold settled), RateLimitMiddleware for a failure raised outside
+      AccountingMiddleware. The decision may still be on its way there: a refusal comes first, replacing the error.
     """
     admission = ctx.admission
     if admission is not None:

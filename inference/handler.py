@@ -153,9 +153,7 @@ async def _answer_json(ctx: Context, responder: Any, call: UpstreamCall, candida
         if error.maybe_billed:  # a timeout after the send, a 2xx answer cut or unreadable: no fallback, its hold
             charge_unanswered(ctx, candidate, cred.is_byok)
         raise
-    if ctx.admission is not None:  # an adapter that did not await the gate of its call (not over HTTP)
-        await admitted(ctx)
-    _settle(ctx, candidate, cred, "success")
+    _settle(ctx, candidate, cred, "success")  # the adapter awaited the call's gate: the request was admitted
     if (ctx.body.get("debug") or {}).get("echo_upstream_body"):
         ctx.extras[DEBUG_KEY] = _debug_body(adapter, call)
     # The ingress renders its wire format and records the outcome (status, usage, cost, output, first byte).
@@ -186,9 +184,7 @@ async def _answer_stream(ctx: Context, responder: Any, call: UpstreamCall, candi
             if error.maybe_billed:  # no first event in time after the send, a 2xx stream unreadable: its hold
                 charge_unanswered(ctx, candidate, cred.is_byok)
             raise
-        if ctx.admission is not None:  # an adapter that did not await the gate of its call (not over HTTP)
-            await admitted(ctx)
-        _settle(ctx, candidate, cred, "success")
+        _settle(ctx, candidate, cred, "success")  # the adapter awaited the call's gate before this first event
         debug = _debug_body(adapter, call) if (ctx.body.get("debug") or {}).get("echo_upstream_body") else None
         writer = ingress_of(ctx).stream_writer(ctx, responder, candidate, cred.is_byok)
         ctx.extras["inference.stream"] = writer
@@ -246,7 +242,9 @@ async def handle(ctx: Context) -> None:
         from inference.servertools.loop import run_loop
 
         ingress_of(ctx).check_server_tools(plan)
-        if ctx.admission is not None:  # before any plugin or server tool runs (they may call out)
+        if ctx.admission is not None:
+            # Awaited here, not at the first model call's gate: the plugins and server tools of the loop may call
+            # out (a web fetch, a search, a plugin's own model call) before that call is made.
             await admitted(ctx)
         await run_loop(ctx, responder, candidates, plan)
         return
@@ -255,7 +253,7 @@ async def handle(ctx: Context) -> None:
     async def attempt(call: UpstreamCall, candidate: Candidate, cred: Credential) -> None:
         await answer(ctx, responder, call, candidate, cred)
 
-    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt, gated=True)
+    await call_with_fallback(ctx, candidates, upstream_body(ctx), stream, attempt)
     ctx.outcome.completed_at = datetime.now(UTC)
 
 
@@ -266,15 +264,13 @@ async def call_with_fallback(
     stream: bool,
     attempt: Callable[[UpstreamCall, Candidate, Credential], Awaitable[T]],
     committed: Callable[[], bool] | None = None,
-    gated: bool = False,
 ) -> T:
     """`attempt` on each candidate and credential in turn until one works; its result.
 
     A failure moves on while nothing was sent to the client (`committed()`, default: the first byte went
-    out); an authentication failure tries the candidate's next credential. The admission checks sent ahead
-    are awaited before the first attempt, or, with `gated`, by the attempt itself: the call carries them as
-    its `gate`, which an HTTP adapter awaits right before its request is written (so the request is built while
-    they travel) and `attempt` must await before it answers when the adapter did not.
+    out); an authentication failure tries the candidate's next credential. The admission checks sent ahead,
+    while they are pending, go with the call as its `gate`, which the adapter awaits before anything of its answer
+    goes out (an HTTP adapter right before its request is written, so the request is built while they travel).
     """
     errors: list[tuple[Candidate, ProviderError]] = []
     timeouts = upstream_timeouts()
@@ -299,14 +295,9 @@ async def call_with_fallback(
             _attempt(ctx, candidate, "no_credentials")
             continue
         for cred in credentials:
-            gate = None
-            if ctx.admission is not None:
-                # The admission checks sent ahead (the spend hold, the rate-limit check) traveled while this call
-                # was prepared; nothing reaches an upstream before they pass (gateway_project.pipeline.admitted).
-                if gated:
-                    gate = functools.partial(admitted, ctx)
-                else:
-                    await admitted(ctx)
+            # The admission checks sent ahead (the spend hold, the rate-limit check) traveled while this call was
+            # prepared; the adapter awaits them (the call's gate) before anything reaches the upstream or the client.
+            gate = functools.partial(admitted, ctx) if ctx.admission is not None else None
             call = UpstreamCall(
                 body=with_output_cap(sent, ctx, candidate),
                 upstream_model=candidate.upstream_model,

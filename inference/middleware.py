@@ -47,8 +47,10 @@ class AccountingMiddleware:
             raise
         finally:
             if ctx.admission is not None and not cancelled:
-                # Failed before the upstream call awaited the admission checks sent ahead (rate limit, spend hold):
-                # a refusal comes first (raised here, it replaces the error) and the request is not recorded.
+                # Failed before the upstream call's gate awaited the admission checks sent ahead (rate limit, spend
+                # hold), which may still be on their way: awaited here, inside BudgetMiddleware (so an admitted
+                # request's hold is settled, not released), because whether the row is written depends on them. A
+                # refusal comes first (raised here, it replaces the error) and the request is not recorded.
                 await admitted(ctx)
             if not ctx.not_admitted:
                 if outcome.latency_ms is None:

@@ -149,9 +149,11 @@ class RateLimitMiddleware:
             pending.abandon()
             raise
         except Exception:
-            if check.decision is None and ctx.admission is not None:  # failed before the checks were awaited
+            if check.decision is None and ctx.admission is not None:
+                # Failed before the checks were awaited, outside AccountingMiddleware (the response cache, the
+                # budget middleware's own lookups): the decision may still be on its way, and a 429 comes first.
                 try:
-                    await admitted(ctx)  # a refusal comes first
+                    await admitted(ctx)
                 except GatewayError as refused:
                     raise refused from None
             raise  # admitted, or the 429 itself, or the check's own failure: as it is

@@ -42,7 +42,9 @@ class ResponseCacheMiddleware:
         if HEADER not in headers and TTL_HEADER not in headers and not ctx.principal.response_cache:
             await self.get_response(ctx)
             return
-        if ctx.admission is not None:  # the rate-limit decision comes before a hit or a cache header
+        if ctx.admission is not None:
+            # Awaited here: a hit answers without an upstream call (no gate), and the rate-limit decision (its 429
+            # and its x-ratelimit-* headers) comes before a hit, a cache header or a 400 about caching.
             await admitted(ctx)
         ttl = cache_ttl(ctx)
         if ttl is None:

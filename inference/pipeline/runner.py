@@ -23,7 +23,8 @@ def build_chain(
     paths = settings.GATEWAY_INFERENCE_MIDDLEWARE if middleware_paths is None else middleware_paths
 
     async def after_admission(ctx: Context) -> None:
-        # An admission check still pending here is awaited before the handler can answer.
+        # A handler whose upstream calls carry no gate (/embeddings, the token count): the admission checks still
+        # pending are awaited here, before it can call out or answer.
         if ctx.admission is not None:
             await admitted(ctx)
         await innermost(ctx)

@@ -98,9 +98,10 @@ class UpstreamCall:
     stream: bool
     timeouts: Timeouts = field(default_factory=Timeouts)
     extra_headers: dict[str, str] = field(default_factory=dict)
-    # The admission checks sent ahead (gateway_project.pipeline.admitted), when the caller leaves them to the
-    # adapter: an HTTP adapter awaits them once its request is built, right before it is written (outside the
-    # upstream time limits); any other adapter leaves them to the caller, which awaits them before answering.
+    # The admission checks sent ahead (gateway_project.pipeline.admitted), still pending when the call was made.
+    # Every adapter awaits it before anything of its answer can go out, and lets what it raises (a refusal) go
+    # through as it is: an HTTP adapter once its request is built, right before it is written (outside the
+    # upstream time limits); the echo adapter before it answers or streams its first event.
     gate: Callable[[], Awaitable[None]] | None = None
 
 

@@ -127,9 +127,13 @@ class EchoAdapter(Adapter):
         return pieces, None, result
 
     async def complete(self, call: UpstreamCall) -> CanonicalResult:
+        if call.gate is not None:  # the admission checks: nothing answers before they passed
+            await call.gate()
         return self._answer(call)[2]
 
     async def stream(self, call: UpstreamCall) -> AsyncIterator[CanonicalEvent]:
+        if call.gate is not None:  # before the first event
+            await call.gate()
         pieces, function_call, result = self._answer(call)
         for piece in pieces:
             yield TextDelta(piece)

@@ -168,3 +168,46 @@ async def test_a_client_gone_while_its_request_waits_at_the_gate_is_not_charged(
             await task
         assert server.requests == [] and ctx.not_admitted
         assert (ctx.outcome.candidate, ctx.outcome.cost, _actual_tokens(ctx, 5000)) == (None, 0, 0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_echo_adapter_answers_only_once_its_gate_passed(stream):
+    """The in-process adapter honours the gate as the HTTP ones do (the handler no longer awaits the checks after
+    an adapter answered): nothing of its answer exists before the gate passed, and a refusal goes through."""
+    from inference.providers.echo import EchoAdapter
+
+    seen: list[str] = []
+    release = asyncio.Event()
+
+    async def gate():
+        seen.append("waiting")
+        await release.wait()
+        seen.append("passed")
+
+    async def first_of(call: UpstreamCall):
+        if not stream:
+            return await EchoAdapter().complete(call)
+        async with contextlib.aclosing(EchoAdapter().stream(call)) as events:
+            async for event in events:
+                return event
+
+    call = UpstreamCall(
+        body={"input": "hi"},
+        upstream_model="echo-1",
+        base_url="",
+        credential=Credential("sk"),
+        stream=stream,
+        gate=gate,
+    )
+    task = asyncio.ensure_future(first_of(call))
+    await asyncio.sleep(0.05)
+    assert seen == ["waiting"] and not task.done()
+    release.set()
+    assert await task is not None and seen == ["waiting", "passed"]
+
+    async def refuse():
+        raise GatewayError(429, "Rate limit exceeded")
+
+    with pytest.raises(GatewayError) as refused:
+        await first_of(dataclasses.replace(call, gate=refuse))
+    assert refused.value.status == 429
