@@ -37,6 +37,7 @@ from django.db import transaction
 from django.db.models import F
 
 from gateway_project.db_deadline import db_reader
+from gateway_project.redis_clients import sync_client
 
 logger = logging.getLogger("gateway.policy")
 
@@ -209,12 +210,7 @@ class Publisher:
 
     def client(self):
         if self._client is None:
-            import redis
-
-            timeout = settings.GATEWAY_REDIS_TIMEOUT_SECONDS
-            self._client = redis.Redis.from_url(
-                settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout
-            )
+            self._client = sync_client(settings.REDIS_URL, settings.GATEWAY_REDIS_TIMEOUT_SECONDS)
         return self._client
 
     def queue(self, scopes: Iterable[str]) -> None:
@@ -299,18 +295,10 @@ class PolicyVersionListener:
                 delay = min(delay * 2, 2.0)
 
     def _listen(self, stop: threading.Event) -> None:
-        import redis
-
         timeout = settings.GATEWAY_REDIS_TIMEOUT_SECONDS
         # The health check PINGs every few seconds; its answer is read within the timeout, so a black-holed
         # connection is noticed (and the rows read instead) rather than waited on forever.
-        client = redis.Redis.from_url(
-            settings.REDIS_URL,
-            health_check_interval=2,
-            socket_keepalive=True,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-        )
+        client = sync_client(settings.REDIS_URL, timeout, health_check_interval=2, socket_keepalive=True)
         pubsub = client.pubsub()
         try:
             pubsub.subscribe(redis_channel())

@@ -28,6 +28,7 @@ from django.conf import settings
 from gateway_project.api.errors import GatewayError
 from gateway_project.db_thread import DatabaseThread
 from gateway_project.draining import state as drain_state
+from gateway_project.redis_clients import async_client
 
 logger = logging.getLogger("gateway.health")
 
@@ -101,9 +102,9 @@ class Readiness:
         loop_id = id(asyncio.get_running_loop())
         client = self._clients.get(loop_id)
         if client is None:
-            import redis.asyncio as aioredis
-
-            client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=timeout, socket_timeout=timeout)
+            # No retry (gateway_project/redis_clients.py): a Redis that stopped answering is reported down after
+            # one timeout, a refused connection at once, rather than when the probe's own time limit ends.
+            client = async_client(settings.REDIS_URL, timeout)
             self._clients[loop_id] = client
         await asyncio.wait_for(client.ping(), timeout)
 

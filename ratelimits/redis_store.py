@@ -24,9 +24,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from django.conf import settings
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
+from gateway_project.redis_clients import async_client
 from ratelimits.limits import WINDOW_MS, Decision, RateLimit, ScopeState
 from ratelimits.redis_leases import Leases
 from ratelimits.redis_scripts import CHECK, SETTLE
@@ -146,11 +145,9 @@ _leases: dict[int, Leases] = {}
 
 def _client(url: str) -> aioredis.Redis:
     """redis-py's asyncio client of `url` with its own connection pool: a command waits at most the configured
-    time to connect and for its reply, and is not retried (the caller falls back at once)."""
-    timeout = settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000
-    return aioredis.Redis.from_url(
-        url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
-    )
+    time to connect and for its reply, and is not retried (the caller falls back at once:
+    gateway_project/redis_clients.py)."""
+    return async_client(url, settings.GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS / 1000)
 
 
 def _scripts():

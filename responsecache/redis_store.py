@@ -3,7 +3,9 @@
 Per organization: one string per entry, `gateway:rcache:<org>:<key>` (expires with the entry's TTL), and a sorted
 set `gateway:rcache:<org>:index` of `<key> <model>` members scored by expiry (ms). Storing drops the index's expired
 members and, over GATEWAY_RESPONSE_CACHE_MAX_ENTRIES, the entries closest to expiry (one Lua script, atomic).
-Purging reads the index. The data plane uses the asyncio client; the management plane (purge) the sync one.
+Purging reads the index. The data plane uses the asyncio client; the management plane (purge) the sync one. Both
+wait at most GATEWAY_RESPONSE_CACHE_REDIS_TIMEOUT_MS and do not retry (gateway_project/redis_clients.py): a Redis
+that stops answering is a cache miss answered from the database after one timeout (responsecache/store.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from typing import Any
 
 from django.conf import settings
+
+from gateway_project.redis_clients import async_client, sync_client
 
 STORE = """
 local index, prefix = KEYS[1], ARGV[1]
@@ -53,13 +57,11 @@ def _timeout() -> float:
 def _client():
     """(client, store script) of the running event loop (an asyncio client cannot be shared between loops) and the
     configured URL."""
-    import redis.asyncio as aioredis
-
     url = settings.GATEWAY_RESPONSE_CACHE_REDIS_URL
     loop_id = (id(asyncio.get_running_loop()), url)
     entry = _clients.get(loop_id)
     if entry is None:
-        client = aioredis.Redis.from_url(url, socket_timeout=_timeout(), socket_connect_timeout=_timeout())
+        client = async_client(url, _timeout())
         entry = (client, client.register_script(STORE))
         if len(_clients) > 64:  # event loops of finished test servers
             _clients.clear()
@@ -79,17 +81,9 @@ async def put(organization_id: Any, key: str, value: bytes, model: str, expires:
     await script(keys=[index_key(organization_id)], args=[*args, settings.GATEWAY_RESPONSE_CACHE_MAX_ENTRIES])
 
 
-def sync_client():
-    import redis
-
-    return redis.Redis.from_url(
-        settings.GATEWAY_RESPONSE_CACHE_REDIS_URL, socket_timeout=_timeout(), socket_connect_timeout=_timeout()
-    )
-
-
 def purge(organization_id: Any, model: str | None = None) -> int:
     """Delete the organization's entries (those answered by `model` only, when given); the number deleted."""
-    client = sync_client()
+    client = sync_client(settings.GATEWAY_RESPONSE_CACHE_REDIS_URL, _timeout())
     try:
         index = index_key(organization_id)
         members = [m.decode() for m in client.zrange(index, 0, -1)]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 from django.db import OperationalError, connection
 
 from operations import health
 from tests.conftest import free_port
+from tests.fakes.tcp_blackhole import BlackholeProxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,6 +53,41 @@ def test_unreachable_redis_is_503_naming_it(probe, settings):
     assert error["metadata"]["checks"]["database"] == "ok"
     assert error["metadata"]["checks"]["redis"].startswith("unreachable")
     assert probe.get("/health/live").status_code == 200  # the process itself is fine
+
+
+def _ready_with_redis_at(probe, url: str) -> tuple[httpx.Response, float]:
+    health.readiness._clients.clear()
+    started = time.monotonic()
+    response = probe.get("/health/ready")
+    elapsed = time.monotonic() - started
+    health.readiness._clients.clear()
+    return response, elapsed
+
+
+def test_a_stopped_redis_is_reported_at_once_not_after_retries(probe, settings):
+    # Nothing listens on the port (a stopped redis-server): the refused connection is the answer, at once. A client
+    # retrying with backoff would sleep until the probe's own time limit and report a timeout instead.
+    settings.GATEWAY_HEALTH_TIMEOUT_SECONDS = 3.0
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    response, elapsed = _ready_with_redis_at(probe, settings.REDIS_URL)
+    assert response.status_code == 503
+    assert response.json()["error"]["metadata"]["checks"]["redis"] == "unreachable: ConnectionError"
+    assert elapsed < 1.0, elapsed
+
+
+def test_a_redis_that_stops_answering_is_down_after_the_timeout(probe, settings):
+    proxy = BlackholeProxy("127.0.0.1", 1).start()
+    proxy.blackhole()  # accepts the connection, never replies
+    settings.GATEWAY_HEALTH_TIMEOUT_SECONDS = 0.5
+    settings.REDIS_URL = f"redis://127.0.0.1:{proxy.port}/0"
+    try:
+        response, elapsed = _ready_with_redis_at(probe, settings.REDIS_URL)
+    finally:
+        proxy.stop()
+    assert response.status_code == 503
+    assert response.json()["error"]["metadata"]["checks"]["redis"].startswith("unreachable")
+    assert response.json()["error"]["metadata"]["checks"]["database"] == "ok"
+    assert elapsed < 1.5, elapsed
 
 
 def test_pending_migration_is_503_until_applied(probe):
