@@ -8,7 +8,8 @@ the freed tokens); those no check took within `SETTLE_DELAY_MS` go alone (one sc
 waiting). One round trip per request while requests keep coming, fewer while a key is busy and far from its
 limits: a check then asks for a lease of several slots (ratelimits/redis_leases.py).
 
-The client is redis-py's asyncio client (hiredis parser), one connection pool per event loop, the two scripts
+The client is redis-py's asyncio client (hiredis parser; commands packed by hiredis and pooled connections
+checked without a read: gateway_project/redis_clients.py), one connection pool per event loop, the two scripts
 registered with it (EVALSHA; a server that forgot them gets them again from the library on NOSCRIPT). A command
 waits at most GATEWAY_RATE_LIMIT_REDIS_TIMEOUT_MS to connect and as long for its reply, and is not retried: a
 Redis error goes to the caller at once (ratelimits/limiter.py then falls back, GATEWAY_RATE_LIMIT_ON_REDIS_FAILURE).
