@@ -1,13 +1,17 @@
 """The Chat Completions request body, typed once (msgspec): every member the /chat/completions ingress knows, with
-its member-table row (inference.members.CHAT) and its OpenAPI schema (inference.openapi_wire). Members declared
-`shared` have a Responses member's name, type and meaning and are checked by its rule; the others are translated
-by inference.ingress.chat_request."""
+its member-table row (inference.members.CHAT), its OpenAPI schema (inference.openapi_wire) and its validation:
+inference.ingress.chat_request converts each body into `ChatRequest` (msgspec, strict) before translating it.
+Members declared `shared` have a Responses member's name, type and meaning and are explained by its rule; a
+member's `check` gives the 400 (the member named, the API's own message) when the type refuses the body. The
+structured members (`messages`, `tools`, `tool_choice`, `response_format`, `reasoning`) are typed as far as
+their translation needs; the translation checks the rest and explains them (inference.ingress.chat_request)."""
 
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from gateway_project.api.errors import validation_error
 from inference.member_kinds import (
     CACHE,
     CACHE_KEY,
@@ -25,25 +29,110 @@ from inference.member_kinds import (
     USAGE,
 )
 from inference.responses_request import member, one_of, same
-from inference.schema_parts import VERBOSITIES
+from inference.schema_parts import REASONING_EFFORTS, VERBOSITIES
 
 MAX_STOP = 4
+NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
-class ChatMessage(msgspec.Struct):
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def refusal(name: str, why: str):
+    return validation_error(name, f"is not supported: {why}")
+
+
+# Each member's 400 when the type refuses it (the API's messages; a value the type accepts passes).
+
+
+def check_at_least_one(name: str, value: Any) -> None:
+    if value is not None and (not _is_int(value) or value < 1):
+        raise validation_error(name, "must be an integer of at least 1")
+
+
+def check_n(name: str, value: Any) -> None:
+    check_at_least_one(name, value)
+    if value not in (None, 1):
+        raise refusal(name, "one choice per request; send n requests for n choices")
+
+
+def check_boolean(name: str, value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise validation_error(name, "must be a boolean")
+
+
+def check_top_logprobs(name: str, value: Any) -> None:
+    if value is not None and (not _is_int(value) or not 0 <= value <= 20):
+        raise validation_error(name, "must be an integer between 0 and 20")
+
+
+def check_stop(name: str, value: Any) -> None:
+    if value is None:
+        return
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise validation_error(name, "must be a non-empty string or an array of non-empty strings")
+    if len(stops) > MAX_STOP:
+        raise validation_error(name, f"must have at most {MAX_STOP} sequences")
+
+
+def check_seed(name: str, value: Any) -> None:
+    if value is not None and not _is_int(value):
+        raise validation_error(name, "must be an integer")
+
+
+def check_logit_bias(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise validation_error(name, "must be an object")
+    for token, weight in value.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not -100 <= weight <= 100:
+            raise validation_error(f"{name}.{token}", "must be a number between -100 and 100")
+
+
+def check_reasoning_effort(name: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or value not in REASONING_EFFORTS):
+        raise validation_error(name, f"must be one of {', '.join(sorted(REASONING_EFFORTS))}")
+
+
+def check_verbosity(name: str, value: Any) -> None:
+    if value is not None and value not in ("low", "medium", "high"):
+        raise validation_error(name, "must be one of low, medium, high")
+
+
+def check_store(name: str, value: Any) -> None:
+    if value is not None and value is not False:
+        raise refusal(name, "the gateway stores no completions")
+
+
+def check_stream_options(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise validation_error(name, "must be an object")
+    unknown = set(value) - {"include_usage", "include_obfuscation"}
+    if unknown:
+        raise validation_error(f"{name}.{sorted(unknown)[0]}", "is not a member of stream_options")
+    for key in ("include_usage", "include_obfuscation"):
+        check_boolean(f"{name}.{key}", value.get(key))
+
+
+class ChatMessage(msgspec.Struct, gc=False):
     role: Literal["system", "developer", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[dict[str, Any]] | UnsetType = UNSET
+    tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | UnsetType = UNSET
     refusal: str | None = None
 
 
-class ChatStreamOptions(msgspec.Struct):
+class ChatStreamOptions(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     include_usage: bool | None = None
     include_obfuscation: Annotated[bool, Meta(description="Only false: chunks are never padded")] | None = None
 
 
-class ChatRequest(msgspec.Struct):
+class ChatRequest(msgspec.Struct, gc=False):
     """An OpenAI Chat Completions request; `model` (or `models`) is required too. Other members go as sent to
     openai-chat upstreams (a 400 naming them when translated)."""
 
@@ -62,19 +151,29 @@ class ChatRequest(msgspec.Struct):
     ) = None
     parallel_tool_calls: member(same("parallel_tool_calls"), HONOURED, shared=True) = None
     response_format: member(dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`") = None
-    verbosity: member(one_of(VERBOSITIES) | None, HONOURED, "→ `text.verbosity` (low, high: OpenAI endpoints only)") = (
-        None
-    )
-    max_completion_tokens: member(Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`") = None
+    verbosity: member(
+        one_of(VERBOSITIES) | None,
+        HONOURED,
+        "→ `text.verbosity` (low, high: OpenAI endpoints only)",
+        check=check_verbosity,
+    ) = None
+    max_completion_tokens: member(
+        Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`", check=check_at_least_one
+    ) = None
     max_tokens: member(
-        Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`; both given and different → 400"
+        Annotated[int, Meta(ge=1)] | None,
+        HONOURED,
+        "→ `max_output_tokens`; both given and different → 400",
+        check=check_at_least_one,
     ) = None
     reasoning: member(
         dict[str, Any] | None, HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400"
     ) = None
-    reasoning_effort: member(str | None, HONOURED, "→ `reasoning.effort`") = None
+    reasoning_effort: member(
+        one_of(REASONING_EFFORTS) | None, HONOURED, "→ `reasoning.effort`", check=check_reasoning_effort
+    ) = None
     include_reasoning: member(
-        bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400"
+        bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400", check=check_boolean
     ) = None
     temperature: member(same("temperature"), ROUTER, f"{TEMPERATURE}; {SAMPLING}", shared=True) = None
     top_p: member(same("top_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
@@ -84,28 +183,41 @@ class ChatRequest(msgspec.Struct):
     frequency_penalty: member(same("frequency_penalty"), ROUTER, f"-2..2; {SAMPLING}", shared=True) = None
     presence_penalty: member(same("presence_penalty"), ROUTER, f"-2..2; {SAMPLING}", shared=True) = None
     repetition_penalty: member(same("repetition_penalty"), ROUTER, f"0..2; {SAMPLING}", shared=True) = None
-    seed: member(int | None, ROUTER, f"integer; {SAMPLING}") = None
-    logit_bias: member(dict[str, float] | None, ROUTER, f"token → -100..100; {SAMPLING}") = None
+    seed: member(int | None, ROUTER, f"integer; {SAMPLING}", check=check_seed) = None
+    logit_bias: member(
+        dict[str, Annotated[float, Meta(ge=-100, le=100)]] | None,
+        ROUTER,
+        f"token → -100..100; {SAMPLING}",
+        check=check_logit_bias,
+    ) = None
     stop: member(
-        str | Annotated[list[str], Meta(max_length=MAX_STOP)] | None,
+        NonEmpty | Annotated[list[NonEmpty], Meta(max_length=MAX_STOP)] | None,
         ROUTER,
         f"a string or ≤ 4 strings (Anthropic: `stop_sequences`); {SAMPLING}",
+        check=check_stop,
     ) = None
     cache_control: member(same("cache_control"), ROUTER, CACHE, shared=True) = None
-    n: member(Annotated[int, Meta(ge=1, le=1)] | None, PARTLY, "only 1: one choice per request") = None
+    n: member(Annotated[int, Meta(ge=1, le=1)] | None, PARTLY, "only 1: one choice per request", check=check_n) = None
     logprobs: member(
         bool | None,
         ROUTER,
         f"with `top_logprobs` 0..20: {SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400); Anthropic "
         "endpoints skipped (none left → 400 `top_logprobs`)",
+        check=check_boolean,
     ) = None
     top_logprobs: member(
-        Annotated[int, Meta(ge=0, le=20)] | None, ROUTER, "0..20, needs `logprobs: true`; as `logprobs`"
+        Annotated[int, Meta(ge=0, le=20)] | None,
+        ROUTER,
+        "0..20, needs `logprobs: true`; as `logprobs`",
+        check=check_top_logprobs,
     ) = None
-    store: member(bool | None, PARTLY, "only false: the gateway stores no completions") = None
+    store: member(bool | None, PARTLY, "only false: the gateway stores no completions", check=check_store) = None
     stream: member(same("stream"), HONOURED, "`data:` chunks ending with `[DONE]`", shared=True) = None
     stream_options: member(
-        ChatStreamOptions | None, PARTLY, "`include_usage`; `include_obfuscation: true` → 400 (chunks are never padded)"
+        ChatStreamOptions | None,
+        PARTLY,
+        "`include_usage`; `include_obfuscation: true` → 400 (chunks are never padded)",
+        check=check_stream_options,
     ) = None
     user: member(same("user"), HONOURED, "hashed before it reaches a provider", shared=True) = None
     safety_identifier: member(
@@ -115,7 +227,9 @@ class ChatRequest(msgspec.Struct):
     prompt_cache_key: member(same("prompt_cache_key"), HONOURED, CACHE_KEY, shared=True) = None
     service_tier: member(same("service_tier"), HONOURED, TIER, shared=True) = None
     modalities: member(
-        same("modalities"), HONOURED, "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"
+        same("modalities") | None,
+        HONOURED,
+        "with `image`: only `openai-chat` endpoints of image models (400 otherwise)",
     ) = None
     image_config: member(same("image_config"), HONOURED, "needs `modalities` with `image`") = None
     max_tool_calls: member(same("max_tool_calls"), GATEWAY, "bound of the server-tool loop", shared=True) = None

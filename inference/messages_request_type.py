@@ -1,27 +1,64 @@
 """The Anthropic Messages request body, typed once (msgspec): every member the /messages ingress knows, with its
-member-table row (inference.members.MESSAGES) and its OpenAPI schema (inference.openapi_wire). Members declared
-`shared` have a Responses member's name and meaning and are checked by its rule (`temperature` with Anthropic's
-range); the others are translated by inference.ingress.messages_request."""
+member-table row (inference.members.MESSAGES), its OpenAPI schema (inference.openapi_wire) and its validation:
+inference.ingress.messages_request converts each body into `MessagesRequest` (msgspec, strict) before
+translating it. Members declared `shared` have a Responses member's name and meaning and are explained by its
+rule (`temperature` with Anthropic's range); a member's `check` gives the 400 when the type refuses the body.
+The structured members (`system`, `messages`, `tools`, `tool_choice`, `thinking`, `output_config`,
+`output_format`, `metadata`, `context_management`) are typed as far as their translation needs; the translation
+checks the rest and explains them (inference.ingress.messages_request)."""
 
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
+from gateway_project.api.errors import validation_error
 from inference.member_kinds import CACHE, GATEWAY, HONOURED, MODELS, PARTLY, ROUTER, ROUTING, SAMPLING
 from inference.responses_request import member, same
+from inference.responses_request_parts import Identifier
+
+NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
-class MessagesMessage(msgspec.Struct):
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Each member's 400 when the type refuses it (the API's messages; a value the type accepts passes).
+
+
+def check_max_tokens(name: str, value: Any) -> None:
+    if not _is_int(value) or value < 1:
+        raise validation_error(name, "is required and must be an integer of at least 1")
+
+
+def check_stop_sequences(name: str, value: Any) -> None:
+    if not isinstance(value, list):
+        raise validation_error(name, "must be an array")
+    if not all(isinstance(s, str) and s for s in value):
+        raise validation_error(name, "must be an array of non-empty strings")
+
+
+def check_service_tier(name: str, value: Any) -> None:
+    if value not in (None, "auto"):
+        raise validation_error(name, "is not supported: only auto")
+
+
+def check_speed(name: str, value: Any) -> None:
+    if value not in (None, "standard", "fast"):
+        raise validation_error(name, "must be standard or fast")
+
+
+class MessagesMessage(msgspec.Struct, gc=False):
     role: Literal["user", "assistant", "system"]
     content: str | list[dict[str, Any]]
 
 
-class MessagesMetadata(msgspec.Struct):
-    user_id: str | None = None
+class MessagesMetadata(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    user_id: Identifier = None
 
 
-class ContextManagement(msgspec.Struct):
+class ContextManagement(msgspec.Struct, gc=False):
     edits: list[Any] | None = None
 
 
@@ -31,13 +68,17 @@ CONTEXT_EDITS = (
 )
 
 
-class MessagesRequest(msgspec.Struct):
+class MessagesRequest(msgspec.Struct, gc=False):
     """An Anthropic Messages request; `model` (or `models`) is required too. Other members go as sent to
     anthropic-messages upstreams (a 400 naming them when translated)."""
 
-    model: member(same("model"), HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True) = None
-    models: member(same("models"), GATEWAY, MODELS, shared=True) = None
-    max_tokens: member(Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`") = None
+    model: member(
+        same("model") | None, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True
+    ) = None
+    models: member(same("models") | None, GATEWAY, MODELS, shared=True) = None
+    max_tokens: member(
+        Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`", check=check_max_tokens
+    ) = None
     messages: member(
         Annotated[list[MessagesMessage], Meta(min_length=1)],
         HONOURED,
@@ -53,24 +94,24 @@ class MessagesRequest(msgspec.Struct):
     thinking: member(dict[str, Any] | None, HONOURED, "enabled {budget_tokens}, adaptive, disabled") = None
     output_config: member(dict[str, Any] | None, HONOURED, "effort, format") = None
     output_format: member(dict[str, Any] | None, HONOURED, "json_schema → `text.format`") = None
-    stop_sequences: member(list[str] | None, ROUTER, f"→ `stop`; {SAMPLING}") = None
+    stop_sequences: member(list[NonEmpty] | None, ROUTER, f"→ `stop`; {SAMPLING}", check=check_stop_sequences) = None
     temperature: member(Annotated[float, Meta(ge=0, le=1)] | None, ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_p: member(same("top_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_k: member(same("top_k"), ROUTER, f"integer ≥ 0; {SAMPLING}", shared=True) = None
-    cache_control: member(same("cache_control"), ROUTER, CACHE) = None
+    top_p: member(same("top_p") | None, ROUTER, f"0..1; {SAMPLING}", shared=True) = None
+    top_k: member(same("top_k") | None, ROUTER, f"integer ≥ 0; {SAMPLING}", shared=True) = None
+    cache_control: member(same("cache_control") | None, ROUTER, CACHE) = None
     metadata: member(MessagesMetadata | None, PARTLY, "`user_id` only (hashed before it reaches a provider)") = None
-    service_tier: member(Literal["auto"] | None, PARTLY, "only auto") = None
-    speed: member(Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity") = None
+    service_tier: member(Literal["auto"] | None, PARTLY, "only auto", check=check_service_tier) = None
+    speed: member(Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity", check=check_speed) = None
     stream: member(bool | None, HONOURED, "Messages events") = None
-    max_tool_calls: member(same("max_tool_calls"), GATEWAY, "bound of the server-tool loop", shared=True) = None
+    max_tool_calls: member(same("max_tool_calls") | None, GATEWAY, "bound of the server-tool loop", shared=True) = None
     stop_server_tools_when: member(
-        same("stop_server_tools_when"), GATEWAY, "bound of the server-tool loop", shared=True
+        same("stop_server_tools_when") | None, GATEWAY, "bound of the server-tool loop", shared=True
     ) = None
-    provider: member(same("provider"), GATEWAY, ROUTING, shared=True) = None
-    route: member(same("route"), GATEWAY, ROUTING, shared=True) = None
-    session_id: member(same("session_id"), GATEWAY, "sticky routing, observability", shared=True) = None
-    trace: member(same("trace"), GATEWAY, "observability", shared=True) = None
-    plugins: member(same("plugins"), GATEWAY, "docs/plugins.md", shared=True) = None
+    provider: member(same("provider") | None, GATEWAY, ROUTING, shared=True) = None
+    route: member(same("route") | None, GATEWAY, ROUTING, shared=True) = None
+    session_id: member(same("session_id") | None, GATEWAY, "sticky routing, observability", shared=True) = None
+    trace: member(same("trace") | None, GATEWAY, "observability", shared=True) = None
+    plugins: member(same("plugins") | None, GATEWAY, "docs/plugins.md", shared=True) = None
     context_management: member(
         ContextManagement | None,
         HONOURED,

@@ -29,7 +29,16 @@ from inference.schema_router import fold_router_members
 from inference.schema_rules import MAX_IDENTIFIER, MAX_TOOL_CALLS
 from inference.unknown_members import collect
 
-__all__ = ["CHECKERS", "MAX_IDENTIFIER", "MAX_TOOL_CALLS", "MEMBERS", "parse_body", "validate_body"]
+__all__ = [
+    "CHECKERS",
+    "MAX_IDENTIFIER",
+    "MAX_TOOL_CALLS",
+    "MEMBERS",
+    "RULES",
+    "parse_body",
+    "type_error",
+    "validate_body",
+]
 
 Checker = Callable[[str, Any], None]
 
@@ -90,8 +99,13 @@ def _explain(body: dict[str, Any], error: msgspec.ValidationError) -> None:
         checker = CHECKERS.get(name)
         if checker is not None:
             checker(name, value)
+    raise type_error(error)
+
+
+def type_error(error: msgspec.ValidationError) -> GatewayError:
+    """msgspec's own message as a 400 naming the field (a refusal no member rule explains)."""
     message, _, path = str(error).rpartition(" - at `$")
-    raise validation_error(path.rstrip("`").lstrip(".") or "body", message[:1].lower() + message[1:])
+    return validation_error(path.rstrip("`").lstrip(".") or "body", message[:1].lower() + message[1:])
 
 
 # Rules derived from a member's type, with the messages the API has always given.

@@ -1,7 +1,12 @@
 """OpenAI Chat Completions request → the canonical (Responses) request body, pure.
 
 `to_canonical(body)` validates every member of a Chat Completions body (a 400 naming the member, in the
-client's own vocabulary) and returns the equivalent Responses body the pipeline runs on:
+client's own vocabulary) and returns the equivalent Responses body the pipeline runs on. The body is first
+converted into its type, `inference.chat_request_type.ChatRequest` (msgspec, strict: types, enums, bounds and
+lengths of every member, in C); a body the type refuses is explained member by member, in the order below, by
+each member's `check` (or its translation here), so the 400 names the member with the API's own message. What
+the type cannot state (the content of messages, tools, `tool_choice`, `response_format`, `reasoning`, and the
+rules between members) is checked here while translating:
 
 - `messages`: system / developer → system / developer messages; user content parts text → input_text,
   image_url → input_image, input_audio → input_audio, file → input_file; assistant text → an assistant
@@ -26,13 +31,14 @@ for an `openai-chat` upstream (inference.unknown_members).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
-from inference.chat_request_type import MAX_STOP, ChatRequest
+from inference.chat_request_type import ChatRequest
 from inference.ingress.chat_messages import check_tool_names, message_items, refuse
-from inference.ingress.common import effort_values, is_int, require_list, require_object
+from inference.ingress.common import require_list, require_object, typed
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
 from inference.responses_request import declared_members
@@ -45,6 +51,7 @@ from inference.unknown_members import collect
 _DECLARED = declared_members(ChatRequest)
 SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
 HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
+SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
@@ -108,95 +115,69 @@ def _response_format(value: Any) -> dict[str, Any]:
     return fmt
 
 
-def _stop(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    stops = [value] if isinstance(value, str) else value
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise validation_error("stop", "must be a non-empty string or an array of non-empty strings")
-    if len(stops) > MAX_STOP:
-        raise validation_error("stop", f"must have at most {MAX_STOP} sequences")
-    return stops or None
+def _reasoning_object(reasoning: Any) -> dict[str, Any]:
+    reasoning = require_object("reasoning", reasoning)
+    unknown = set(reasoning) - {"effort", "max_tokens", "enabled", "exclude", "summary"}
+    if unknown:
+        raise validation_error(f"reasoning.{sorted(unknown)[0]}", "is not a member of reasoning")
+    if reasoning.get("exclude") not in (None, False):
+        raise refuse("reasoning.exclude", "reasoning text is never returned in chat.completion answers")
+    return {k: v for k, v in reasoning.items() if k != "exclude" and v is not None}
 
 
-def _sampling(body: dict[str, Any], out: dict[str, Any]) -> None:
-    n = body.get("n")
-    if n is not None and (not is_int(n) or n < 1):
-        raise validation_error("n", "must be an integer of at least 1")
-    if n not in (None, 1):
-        raise refuse("n", "one choice per request; send n requests for n choices")
-    _logprobs(body, out)
-    stop = _stop(body.get("stop"))
-    if stop:
-        out["stop"] = stop
-    seed = body.get("seed")
-    if seed is not None:
-        if not is_int(seed):
-            raise validation_error("seed", "must be an integer")
-        out["seed"] = seed
-    bias = body.get("logit_bias")
-    if bias is not None:
-        bias = require_object("logit_bias", bias)
-        for token, weight in bias.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not -100 <= weight <= 100:
-                raise validation_error(f"logit_bias.{token}", "must be a number between -100 and 100")
-        if bias:
-            out["logit_bias"] = bias
+def _messages(messages: Any) -> list[dict[str, Any]]:
+    messages = require_list("messages", messages)
+    if not messages:
+        raise validation_error("messages", "must contain at least one message")
+    items = [item for index, message in enumerate(messages) for item in message_items(index, message)]
+    check_tool_names(messages, items)
+    return items
 
 
-def _logprobs(body: dict[str, Any], out: dict[str, Any]) -> None:
+def _logprobs(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
     """`logprobs: true` (with `top_logprobs` alternatives) → the canonical `top_logprobs`, a router parameter;
     the JSON answer's `choice.logprobs` carries them (a stream does not)."""
-    logprobs, top = body.get("logprobs"), body.get("top_logprobs")
-    if logprobs is not None and not isinstance(logprobs, bool):
-        raise validation_error("logprobs", "must be a boolean")
-    if top is not None:
-        if not is_int(top) or not 0 <= top <= 20:
-            raise validation_error("top_logprobs", "must be an integer between 0 and 20")
-        if not logprobs:
-            raise validation_error("top_logprobs", "needs logprobs: true")
-    if logprobs:
-        if body.get("stream"):
+    top = request.top_logprobs
+    if top is not None and not request.logprobs:
+        raise validation_error("top_logprobs", "needs logprobs: true")
+    if request.logprobs:
+        if request.stream:
             raise refuse("logprobs", "token log-probabilities are returned in JSON answers only, not streamed")
         out["top_logprobs"] = top or 0
 
 
-def _limits(body: dict[str, Any], out: dict[str, Any]) -> None:
-    values = {k: body[k] for k in ("max_completion_tokens", "max_tokens") if body.get(k) is not None}
-    for name, value in values.items():
-        if not is_int(value) or value < 1:
-            raise validation_error(name, "must be an integer of at least 1")
-    if len(values) == 2 and values["max_completion_tokens"] != values["max_tokens"]:
+def _sampling(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
+    stop = body.get("stop")
+    if stop:
+        out["stop"] = [stop] if isinstance(stop, str) else stop
+    if request.seed is not None:
+        out["seed"] = body["seed"]
+    if request.logit_bias:
+        out["logit_bias"] = body["logit_bias"]
+
+
+def _limits(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
+    first, second = request.max_completion_tokens, request.max_tokens
+    if first is not None and second is not None and first != second:
         raise validation_error("max_tokens", "differs from max_completion_tokens; send one of them")
-    if values:
-        out["max_output_tokens"] = next(iter(values.values()))
+    if first is not None or second is not None:
+        out["max_output_tokens"] = first if first is not None else second
 
 
-def _reasoning(body: dict[str, Any], out: dict[str, Any]) -> None:
+def _include_reasoning(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
+    if request.include_reasoning is False:  # the public router API's older switch: true = reasoning: {}
+        raise refuse("include_reasoning", "false asks to hide the reasoning, which chat.completion answers return")
+
+
+def _reasoning(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
     reasoning = body.get("reasoning")
-    effort = body.get("reasoning_effort")
-    include = body.get("include_reasoning")  # the public router API's older switch: true = reasoning: {}
-    if include is not None:
-        if not isinstance(include, bool):
-            raise validation_error("include_reasoning", "must be a boolean")
-        if not include:
-            raise refuse("include_reasoning", "false asks to hide the reasoning, which chat.completion answers return")
-        if reasoning is None:
-            reasoning = {"enabled": True}
+    effort = request.reasoning_effort
+    if request.include_reasoning and reasoning is None:
+        reasoning = {"enabled": True}
     if reasoning is None and effort is None:
         return
-    merged: dict[str, Any] = {}
-    if reasoning is not None:
-        reasoning = require_object("reasoning", reasoning)
-        unknown = set(reasoning) - {"effort", "max_tokens", "enabled", "exclude", "summary"}
-        if unknown:
-            raise validation_error(f"reasoning.{sorted(unknown)[0]}", "is not a member of reasoning")
-        if reasoning.get("exclude") not in (None, False):
-            raise refuse("reasoning.exclude", "reasoning text is never returned in chat.completion answers")
-        merged = {k: v for k, v in reasoning.items() if k != "exclude" and v is not None}
+    merged = _reasoning_object(reasoning) if reasoning is not None else {}
     if effort is not None:
-        if not isinstance(effort, str) or effort not in effort_values():
-            raise validation_error("reasoning_effort", f"must be one of {', '.join(sorted(effort_values()))}")
         if merged.get("effort") not in (None, effort):
             raise validation_error("reasoning_effort", "differs from reasoning.effort; send one of them")
         merged["effort"] = effort
@@ -204,34 +185,80 @@ def _reasoning(body: dict[str, Any], out: dict[str, Any]) -> None:
     out["reasoning"] = merged
 
 
-def _text(body: dict[str, Any], out: dict[str, Any]) -> None:
+def _text(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
     text: dict[str, Any] = {}
     if body.get("response_format") is not None:
         text["format"] = _response_format(body["response_format"])
-    if body.get("verbosity") is not None:
-        if body["verbosity"] not in ("low", "medium", "high"):
-            raise validation_error("verbosity", "must be one of low, medium, high")
-        text["verbosity"] = body["verbosity"]
+    if request.verbosity is not None:
+        text["verbosity"] = request.verbosity
     if text:
         out["text"] = text
 
 
-def _stream_options(body: dict[str, Any], out: dict[str, Any]) -> None:
+def _stream_options(request: Any, body: dict[str, Any], out: dict[str, Any]) -> None:
     options = body.get("stream_options")
     if options is None:
         return
-    options = require_object("stream_options", options)
-    unknown = set(options) - {"include_usage", "include_obfuscation"}
-    if unknown:
-        raise validation_error(f"stream_options.{sorted(unknown)[0]}", "is not a member of stream_options")
-    for key in ("include_usage", "include_obfuscation"):
-        if options.get(key) is not None and not isinstance(options[key], bool):
-            raise validation_error(f"stream_options.{key}", "must be a boolean")
     if options.get("include_obfuscation"):
         raise refuse("stream_options.include_obfuscation", "chunks are never padded")
-    if not body.get("stream"):
+    if not request.stream:
         raise validation_error("stream_options", "is only allowed when stream is true")
     out["stream_options"] = {"include_usage": bool(options.get("include_usage"))}
+
+
+# A body the type refuses is explained in the translation's order: each member by its declared `check`, its
+# translation here (the structured members) or its Responses rule, and the rules between members (the
+# functions, run on the body's values) where the translation applies them.
+_TRANSLATIONS = {
+    "messages": _messages,
+    "tools": _tools,
+    "tool_choice": _tool_choice,
+    "reasoning": _reasoning_object,
+    "response_format": _response_format,
+}
+_ORDER = (
+    "store", "modalities", "image_config", "messages", "tools", "tool_choice", "n", "logprobs", "top_logprobs",
+    _logprobs, "stop", "seed", "logit_bias", "max_completion_tokens", "max_tokens", _limits, "include_reasoning",
+    _include_reasoning, "reasoning", "reasoning_effort", _reasoning, "response_format", "verbosity",
+    "stream_options", _stream_options, "usage",
+)  # fmt: skip
+
+
+def _check_of(name: str):
+    check = _DECLARED[name]["check"]
+    if check is not None:
+        return check
+    if name in _TRANSLATIONS:
+        translate = _TRANSLATIONS[name]
+        return lambda _name, value: translate(value)
+    return schema.CHECKERS[name]
+
+
+_EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)
+assert {step for step in _ORDER if isinstance(step, str)} == HANDLED, "each member refused by the type has its 400"
+_FIELDS = tuple(_DECLARED)
+
+
+def _explain(body: dict[str, Any]) -> None:
+    """The 400 of a body the type refuses: the first member, in the translation's order, whose rule refuses it."""
+    for name in SHARED:
+        if name in body:
+            schema.CHECKERS[name](name, body[name])
+    _require_model(body)
+    values = SimpleNamespace(**{name: body.get(name) for name in _FIELDS})  # checked before a rule reads them
+    for step in _EXPLAIN:
+        if callable(step):
+            step(values, body, {})
+            continue
+        name, check = step
+        value = body.get(name)
+        if value is not None or name == "messages":
+            check(name, value)
+
+
+def _require_model(body: dict[str, Any]) -> None:
+    if not body.get("model") and not body.get("models"):
+        raise validation_error("model", "is required")
 
 
 def to_canonical(body: Any) -> dict[str, Any]:
@@ -249,41 +276,27 @@ def to_canonical(body: Any) -> dict[str, Any]:
             raise refuse(name, member.note)
     if unknown:
         collect(body, out, MEMBERS)
-    for name in SHARED:
+    request = typed(body, ChatRequest, _explain)
+    for name in SHARED_RULES:
         if name in body:
-            schema.CHECKERS[name](name, body[name])
-            if body[name] is not None:
-                out[name] = body[name]
-    if not out.get("model") and not out.get("models"):
-        raise validation_error("model", "is required")
-    if body.get("store") not in (None, False):
+            schema.RULES[name](name, body[name])
+    for name in SHARED:
+        value = body.get(name)
+        if value is not None:
+            out[name] = value
+    _require_model(out)
+    if request.store:
         raise refuse("store", "the gateway stores no completions")
     for name in ("modalities", "image_config"):  # image output: routing sends it to image models (or 400)
         if body.get(name) is not None:
-            schema.CHECKERS[name](name, body[name])
             out[name] = body[name]
-    messages = require_list("messages", body.get("messages"))
-    if not messages:
-        raise validation_error("messages", "must contain at least one message")
-    out["input"] = [item for index, message in enumerate(messages) for item in message_items(index, message)]
-    check_tool_names(messages, out["input"])
-    if body.get("tools") is not None:
+    out["input"] = _messages(body.get("messages"))
+    if request.tools is not None:
         out["tools"] = _tools(body["tools"])
-    if body.get("tool_choice") is not None:
+    if request.tool_choice is not None:
         out["tool_choice"] = _tool_choice(body["tool_choice"])
-    _sampling(body, out)
-    _limits(body, out)
-    _reasoning(body, out)
-    _text(body, out)
-    _stream_options(body, out)
-    _router_members(body, out)
+    for translate in (_logprobs, _sampling, _limits, _include_reasoning, _reasoning, _text, _stream_options):
+        translate(request, body, out)
+    if request.usage is not None and request.usage.include and request.stream:
+        out["stream_options"] = {"include_usage": True}  # `usage.include` on a stream asks for the usage chunk
     return fold_router_members(out)
-
-
-def _router_members(body: dict[str, Any], out: dict[str, Any]) -> None:
-    """`usage.include` on a stream asks for the usage chunk."""
-    usage = body.get("usage")
-    if usage is not None:
-        schema.CHECKERS["usage"]("usage", usage)
-        if usage.get("include") and body.get("stream"):
-            out["stream_options"] = {"include_usage": True}

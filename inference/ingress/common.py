@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import orjson
 
 from gateway_project.api.errors import validation_error
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, FunctionCallDone
 from inference.response import service_metadata
-from inference.schema_parts import REASONING_EFFORTS
+from inference.schema import type_error
 from metering.cost import settled_cost, settled_usage
 
 DEBUG_KEY = "inference.debug_body"  # ctx.extras: the upstream body a JSON answer echoes (debug.echo_upstream_body)
@@ -25,8 +26,15 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def effort_values() -> frozenset[str]:
-    return REASONING_EFFORTS
+def typed(body: dict[str, Any], struct: type[msgspec.Struct], explain: Callable[[dict[str, Any]], None]) -> Any:
+    """`body` converted into its format's typed request (msgspec, strict: the types, enums, bounds and lengths of
+    every member). A body the type refuses gets the 400 of `explain(body)`, which runs the members' own rules
+    (the member named, the API's message); msgspec's message naming the field when none refuses it."""
+    try:
+        return msgspec.convert(body, struct, strict=True)
+    except msgspec.ValidationError as error:
+        explain(body)
+        raise type_error(error) from None
 
 
 def require_object(name: str, value: Any) -> dict[str, Any]:

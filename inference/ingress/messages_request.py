@@ -1,7 +1,10 @@
 """Anthropic Messages request → the canonical (Responses) request body, pure.
 
 `to_canonical(body, betas)` validates every member of a Messages body (a 400 naming it) and returns the
-equivalent Responses body:
+equivalent Responses body. The body is first converted into its type, `inference.messages_request_type.
+MessagesRequest` (msgspec, strict); a body the type refuses is explained member by member, in the order below,
+by each member's `check` (or its translation here). What the type cannot state (blocks, tools, thinking,
+output formats, context edits, the rules between members) is checked here while translating:
 
 - `system` (string or text blocks, `cache_control` kept) → system messages first in `input`;
 - `messages`: text blocks → input_text (user) / output_text (assistant); image blocks (base64, url, file
@@ -44,11 +47,11 @@ from typing import Any
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress import context_edits
-from inference.ingress.common import is_int, require_list, require_object
+from inference.ingress.common import is_int, require_list, require_object, typed
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
-from inference.messages_request_type import MessagesRequest
+from inference.messages_request_type import MessagesRequest, check_max_tokens
 from inference.responses_request import declared_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
@@ -58,6 +61,7 @@ from inference.unknown_members import collect
 _DECLARED = declared_members(MessagesRequest)
 SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
 HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
+SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
 
 ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
 THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
@@ -216,11 +220,74 @@ def _metadata(value: Any, out: dict[str, Any]) -> None:
         out["user"] = user
 
 
-def _stop_sequences(value: Any) -> list[str]:
-    stops = require_list("stop_sequences", value)
-    if not all(isinstance(s, str) and s for s in stops):
-        raise validation_error("stop_sequences", "must be an array of non-empty strings")
-    return stops
+def _thinking_step(body: dict[str, Any]) -> None:
+    if body.get("thinking") is not None:
+        _thinking(body["thinking"], body["max_tokens"])
+
+
+def _tools_step(body: dict[str, Any]) -> None:
+    if body.get("tools") is not None:
+        out = {"tools": None}
+        limits: list[tuple[str, Any]] = []
+        out["tools"] = _tools(body["tools"], limits)
+        if limits:
+            _max_uses(out, limits)
+
+
+# A body the type refuses is explained in the translation's order: each member by its declared `check`, its
+# translation here (the structured members) or its Responses rule, and the translations reading several
+# members (the functions, run on the body).
+_TRANSLATIONS = {
+    "system": system_items,
+    "messages": message_items,
+    "tool_choice": lambda value: _tool_choice(value, {}),
+    "metadata": lambda value: _metadata(value, {}),
+    "context_management": context_edits.validate,
+}
+_ORDER = (
+    "max_tokens", "stream", "system", "messages", "tools", _tools_step, "tool_choice", "thinking", _thinking_step,
+    "output_config", "output_format", lambda body: _output(body, {}), "stop_sequences", "metadata", "service_tier",
+    "speed", "cache_control", "context_management",
+)  # fmt: skip
+_ALWAYS = frozenset({"max_tokens", "messages"})  # required: checked when absent too
+
+
+def _check_of(name: str):
+    check = _DECLARED[name]["check"]
+    if check is not None:
+        return check
+    if name in _TRANSLATIONS:
+        translate = _TRANSLATIONS[name]
+        return lambda _name, value: translate(value)
+    if name in ("tools", "thinking", "output_config", "output_format"):
+        return None  # explained by the function after it
+    return schema.CHECKERS[name]
+
+
+_EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)
+assert {step for step in _ORDER if isinstance(step, str)} == HANDLED, "each member refused by the type has its 400"
+
+
+def _explain(body: dict[str, Any]) -> None:
+    """The 400 of a body the type refuses: the first member, in the translation's order, whose rule refuses it."""
+    for name in SHARED:
+        if body.get(name) is not None:
+            check = ANTHROPIC_TEMPERATURE if name == "temperature" else schema.CHECKERS[name]
+            check(name, body[name])
+    _require_model(body)
+    for step in _EXPLAIN:
+        if callable(step):
+            step(body)
+            continue
+        name, check = step
+        value = body.get(name)
+        if check is not None and (value is not None or name in _ALWAYS):
+            check(name, value)
+
+
+def _require_model(body: dict[str, Any]) -> None:
+    if not body.get("model") and not body.get("models"):
+        raise validation_error("model", "is required")
 
 
 def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
@@ -237,46 +304,42 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
             raise validation_error(name, f"is not supported: {member.note}")
     if unknown:  # carried for an anthropic-messages upstream (inference.unknown_members)
         collect(body, out, MEMBERS)
-    for name in SHARED:
+    request = typed(body, MessagesRequest, _explain)
+    for name in SHARED_RULES:
         if body.get(name) is not None:
-            check = ANTHROPIC_TEMPERATURE if name == "temperature" else schema.CHECKERS[name]
-            check(name, body[name])
-            out[name] = body[name]
-    if not out.get("model") and not out.get("models"):
-        raise validation_error("model", "is required")
-    max_tokens = body.get("max_tokens")
-    if not is_int(max_tokens) or max_tokens < 1:
-        raise validation_error("max_tokens", "is required and must be an integer of at least 1")
+            schema.RULES[name](name, body[name])
+    for name in SHARED:
+        value = body.get(name)
+        if value is not None:
+            out[name] = value
+    _require_model(out)
+    max_tokens = request.max_tokens
+    if max_tokens is None:
+        check_max_tokens("max_tokens", max_tokens)
     out["max_output_tokens"] = max_tokens
-    if body.get("stream") is not None:
-        schema.CHECKERS["stream"]("stream", body["stream"])
-        out["stream"] = body["stream"]
+    if request.stream is not None:
+        out["stream"] = request.stream
     out["input"] = system_items(body.get("system")) + message_items(body.get("messages"))
-    if body.get("tools") is not None:
+    if request.tools is not None:
         limits: list[tuple[str, Any]] = []
         out["tools"] = _tools(body["tools"], limits)
         if limits:
             _max_uses(out, limits)
-    if body.get("tool_choice") is not None:
+    if request.tool_choice is not None:
         _tool_choice(body["tool_choice"], out)
-    if body.get("thinking") is not None:
+    if request.thinking is not None:
         out["reasoning"] = _thinking(body["thinking"], max_tokens)
         out["anthropic_thinking"] = body["thinking"]  # Anthropic-format providers get it as sent
     _output(body, out)
-    if body.get("stop_sequences"):
-        out["stop"] = _stop_sequences(body["stop_sequences"])
-    if body.get("metadata") is not None:
-        _metadata(body["metadata"], out)
-    if body.get("service_tier") not in (None, "auto"):
-        raise validation_error("service_tier", "is not supported: only auto")
-    if body.get("speed") not in (None, "standard", "fast"):
-        raise validation_error("speed", "must be standard or fast")
-    if body.get("speed") == "fast":
+    if request.stop_sequences:
+        out["stop"] = body["stop_sequences"]
+    if request.metadata is not None and request.metadata.user_id is not None:
+        out["user"] = request.metadata.user_id
+    if request.speed == "fast":
         out["service_tier"] = "fast"
-    if body.get("cache_control") is not None:
-        schema.CHECKERS["cache_control"]("cache_control", body["cache_control"])
+    if request.cache_control is not None:
         out["cache_control"] = body["cache_control"]
-    if body.get("context_management") is not None:
+    if request.context_management is not None:
         out["anthropic_context_management"] = context_edits.validate(body["context_management"])
     if betas:
         out["anthropic_beta"] = betas
