@@ -1,10 +1,12 @@
 """The Chat Completions request body, typed once (msgspec): every member the /chat/completions ingress knows, with
 its member-table row (inference.members.CHAT), its OpenAPI schema (inference.openapi_wire) and its validation:
 inference.ingress.chat_request converts each body into `ChatRequest` (msgspec, strict) before translating it.
-Members declared `shared` have a Responses member's name, type and meaning and are explained by its rule; a
-member's `check` gives the 400 (the member named, the API's own message) when the type refuses the body. The
-structured members (`messages`, `tools`, `tool_choice`, `response_format`, `reasoning`) are typed as far as
-their translation needs; the translation checks the rest and explains them (inference.ingress.chat_request)."""
+A member it shares with /responses is declared by `responses_member`: its type, handling, note and description
+are the Responses member's, defined once in inference.responses_request (this format states only what
+differs); the `shared` ones are copied as sent and explained by the Responses rule. A member's `check` gives
+the 400 (the member named, the API's own message) when the type refuses the body. The structured members
+(`messages`, `tools`, `tool_choice`, `response_format`, `reasoning`) are typed as far as their translation
+needs; the translation checks the rest and explains them (inference.ingress.chat_request)."""
 
 from typing import Annotated, Any, Literal
 
@@ -13,22 +15,15 @@ from msgspec import UNSET, Meta, UnsetType
 
 from gateway_project.api.errors import validation_error
 from inference.member_kinds import (
-    CACHE,
-    CACHE_KEY,
     GATEWAY,
     HONOURED,
-    MODELS,
     PARTLY,
     ROUTER,
-    ROUTING,
     SAMPLING,
     SPEED_REFUSED,
-    TEMPERATURE,
-    TIER,
-    TRANSFORMS,
     USAGE,
 )
-from inference.responses_request import member, one_of, same
+from inference.responses_request import LOOP_BOUND, member, one_of, responses_member
 from inference.schema_parts import REASONING_EFFORTS, VERBOSITIES
 
 MAX_STOP = 4
@@ -136,8 +131,8 @@ class ChatRequest(msgspec.Struct, gc=False):
     """An OpenAI Chat Completions request; `model` (or `models`) is required too. Other members go as sent to
     openai-chat upstreams (a 400 naming them when translated)."""
 
-    model: member(same("model"), HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True) = None
-    models: member(same("models"), GATEWAY, MODELS, shared=True) = None
+    model: responses_member("model") = None
+    models: responses_member("models") = None
     messages: member(
         Annotated[list[ChatMessage], Meta(min_length=1)],
         HONOURED,
@@ -149,7 +144,7 @@ class ChatRequest(msgspec.Struct, gc=False):
     tool_choice: member(
         str | dict[str, Any] | None, HONOURED, "auto, none, required, a function, a `service:` server tool"
     ) = None
-    parallel_tool_calls: member(same("parallel_tool_calls"), HONOURED, shared=True) = None
+    parallel_tool_calls: responses_member("parallel_tool_calls") = None
     response_format: member(dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`") = None
     verbosity: member(
         one_of(VERBOSITIES) | None,
@@ -175,14 +170,14 @@ class ChatRequest(msgspec.Struct, gc=False):
     include_reasoning: member(
         bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400", check=check_boolean
     ) = None
-    temperature: member(same("temperature"), ROUTER, f"{TEMPERATURE}; {SAMPLING}", shared=True) = None
-    top_p: member(same("top_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_k: member(same("top_k"), ROUTER, f"integer ≥ 0; {SAMPLING}", shared=True) = None
-    min_p: member(same("min_p"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_a: member(same("top_a"), ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    frequency_penalty: member(same("frequency_penalty"), ROUTER, f"-2..2; {SAMPLING}", shared=True) = None
-    presence_penalty: member(same("presence_penalty"), ROUTER, f"-2..2; {SAMPLING}", shared=True) = None
-    repetition_penalty: member(same("repetition_penalty"), ROUTER, f"0..2; {SAMPLING}", shared=True) = None
+    temperature: responses_member("temperature") = None
+    top_p: responses_member("top_p") = None
+    top_k: responses_member("top_k") = None
+    min_p: responses_member("min_p") = None
+    top_a: responses_member("top_a") = None
+    frequency_penalty: responses_member("frequency_penalty") = None
+    presence_penalty: responses_member("presence_penalty") = None
+    repetition_penalty: responses_member("repetition_penalty") = None
     seed: member(int | None, ROUTER, f"integer; {SAMPLING}", check=check_seed) = None
     logit_bias: member(
         dict[str, Annotated[float, Meta(ge=-100, le=100)]] | None,
@@ -196,7 +191,7 @@ class ChatRequest(msgspec.Struct, gc=False):
         f"a string or ≤ 4 strings (Anthropic: `stop_sequences`); {SAMPLING}",
         check=check_stop,
     ) = None
-    cache_control: member(same("cache_control"), ROUTER, CACHE, shared=True) = None
+    cache_control: responses_member("cache_control") = None
     n: member(Annotated[int, Meta(ge=1, le=1)] | None, PARTLY, "only 1: one choice per request", check=check_n) = None
     logprobs: member(
         bool | None,
@@ -212,42 +207,31 @@ class ChatRequest(msgspec.Struct, gc=False):
         check=check_top_logprobs,
     ) = None
     store: member(bool | None, PARTLY, "only false: the gateway stores no completions", check=check_store) = None
-    stream: member(same("stream"), HONOURED, "`data:` chunks ending with `[DONE]`", shared=True) = None
+    stream: responses_member("stream", "`data:` chunks ending with `[DONE]`") = None
     stream_options: member(
         ChatStreamOptions | None,
         PARTLY,
         "`include_usage`; `include_obfuscation: true` → 400 (chunks are never padded)",
         check=check_stream_options,
     ) = None
-    user: member(same("user"), HONOURED, "hashed before it reaches a provider", shared=True) = None
-    safety_identifier: member(
-        same("safety_identifier"), HONOURED, "hashed before it reaches a provider", shared=True
-    ) = None
-    metadata: member(same("metadata"), GATEWAY, "kept for accounting and observability", shared=True) = None
-    prompt_cache_key: member(same("prompt_cache_key"), HONOURED, CACHE_KEY, shared=True) = None
-    service_tier: member(same("service_tier"), HONOURED, TIER, shared=True) = None
-    modalities: member(
-        same("modalities") | None,
-        HONOURED,
-        "with `image`: only `openai-chat` endpoints of image models (400 otherwise)",
-    ) = None
-    image_config: member(same("image_config"), HONOURED, "needs `modalities` with `image`") = None
-    max_tool_calls: member(same("max_tool_calls"), GATEWAY, "bound of the server-tool loop", shared=True) = None
-    stop_server_tools_when: member(
-        same("stop_server_tools_when"), GATEWAY, "bound of the server-tool loop", shared=True
-    ) = None
-    provider: member(same("provider"), GATEWAY, ROUTING, shared=True) = None
-    route: member(same("route"), GATEWAY, ROUTING, shared=True) = None
-    session_id: member(same("session_id"), GATEWAY, "sticky routing, observability", shared=True) = None
-    trace: member(same("trace"), GATEWAY, "observability", shared=True) = None
-    plugins: member(same("plugins"), GATEWAY, "docs/plugins.md", shared=True) = None
-    transforms: member(same("transforms"), GATEWAY, TRANSFORMS, shared=True) = None
-    usage: member(same("usage"), GATEWAY, USAGE) = None
-    debug: member(
-        same("debug"),
-        GATEWAY,
-        "`{echo_upstream_body}`: the upstream body, in the first chunk of a stream or the JSON answer",
-        shared=True,
+    user: responses_member("user") = None
+    safety_identifier: responses_member("safety_identifier") = None
+    metadata: responses_member("metadata") = None
+    prompt_cache_key: responses_member("prompt_cache_key") = None
+    service_tier: responses_member("service_tier") = None
+    modalities: responses_member("modalities", nullable=True, shared=False) = None
+    image_config: responses_member("image_config", shared=False) = None
+    max_tool_calls: responses_member("max_tool_calls", LOOP_BOUND, handling=GATEWAY) = None
+    stop_server_tools_when: responses_member("stop_server_tools_when") = None
+    provider: responses_member("provider") = None
+    route: responses_member("route") = None
+    session_id: responses_member("session_id") = None
+    trace: responses_member("trace") = None
+    plugins: responses_member("plugins") = None
+    transforms: responses_member("transforms") = None
+    usage: responses_member("usage", USAGE, shared=False) = None
+    debug: responses_member(
+        "debug", "`{echo_upstream_body}`: the upstream body, in the first chunk of a stream or the JSON answer"
     ) = None
 
 

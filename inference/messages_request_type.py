@@ -1,9 +1,11 @@
 """The Anthropic Messages request body, typed once (msgspec): every member the /messages ingress knows, with its
 member-table row (inference.members.MESSAGES), its OpenAPI schema (inference.openapi_wire) and its validation:
 inference.ingress.messages_request converts each body into `MessagesRequest` (msgspec, strict) before
-translating it. Members declared `shared` have a Responses member's name and meaning and are explained by its
-rule (`temperature` with Anthropic's range); a member's `check` gives the 400 when the type refuses the body.
-The structured members (`system`, `messages`, `tools`, `tool_choice`, `thinking`, `output_config`,
+translating it. A member it shares with /responses is declared by `responses_member`: its type, handling, note
+and description are the Responses member's, defined once in inference.responses_request (null is taken as
+absent on this format); the `shared` ones are copied as sent and explained by the Responses rule
+(`temperature` is this format's own: Anthropic's range). A member's `check` gives the 400 when the type refuses
+the body. The structured members (`system`, `messages`, `tools`, `tool_choice`, `thinking`, `output_config`,
 `output_format`, `metadata`, `context_management`) are typed as far as their translation needs; the translation
 checks the rest and explains them (inference.ingress.messages_request)."""
 
@@ -13,8 +15,8 @@ import msgspec
 from msgspec import Meta
 
 from gateway_project.api.errors import validation_error
-from inference.member_kinds import CACHE, GATEWAY, HONOURED, MODELS, PARTLY, ROUTER, ROUTING, SAMPLING
-from inference.responses_request import member, same
+from inference.member_kinds import GATEWAY, HONOURED, PARTLY, ROUTER, SAMPLING
+from inference.responses_request import LOOP_BOUND, member, responses_member
 from inference.responses_request_parts import Identifier
 
 NonEmpty = Annotated[str, Meta(min_length=1)]
@@ -72,10 +74,8 @@ class MessagesRequest(msgspec.Struct, gc=False):
     """An Anthropic Messages request; `model` (or `models`) is required too. Other members go as sent to
     anthropic-messages upstreams (a 400 naming them when translated)."""
 
-    model: member(
-        same("model") | None, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", shared=True
-    ) = None
-    models: member(same("models") | None, GATEWAY, MODELS, shared=True) = None
+    model: responses_member("model", nullable=True) = None
+    models: responses_member("models", nullable=True) = None
     max_tokens: member(
         Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`", check=check_max_tokens
     ) = None
@@ -96,22 +96,20 @@ class MessagesRequest(msgspec.Struct, gc=False):
     output_format: member(dict[str, Any] | None, HONOURED, "json_schema → `text.format`") = None
     stop_sequences: member(list[NonEmpty] | None, ROUTER, f"→ `stop`; {SAMPLING}", check=check_stop_sequences) = None
     temperature: member(Annotated[float, Meta(ge=0, le=1)] | None, ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_p: member(same("top_p") | None, ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_k: member(same("top_k") | None, ROUTER, f"integer ≥ 0; {SAMPLING}", shared=True) = None
-    cache_control: member(same("cache_control") | None, ROUTER, CACHE) = None
+    top_p: responses_member("top_p", nullable=True) = None
+    top_k: responses_member("top_k", nullable=True) = None
+    cache_control: responses_member("cache_control", nullable=True, shared=False) = None
     metadata: member(MessagesMetadata | None, PARTLY, "`user_id` only (hashed before it reaches a provider)") = None
     service_tier: member(Literal["auto"] | None, PARTLY, "only auto", check=check_service_tier) = None
     speed: member(Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity", check=check_speed) = None
     stream: member(bool | None, HONOURED, "Messages events") = None
-    max_tool_calls: member(same("max_tool_calls") | None, GATEWAY, "bound of the server-tool loop", shared=True) = None
-    stop_server_tools_when: member(
-        same("stop_server_tools_when") | None, GATEWAY, "bound of the server-tool loop", shared=True
-    ) = None
-    provider: member(same("provider") | None, GATEWAY, ROUTING, shared=True) = None
-    route: member(same("route") | None, GATEWAY, ROUTING, shared=True) = None
-    session_id: member(same("session_id") | None, GATEWAY, "sticky routing, observability", shared=True) = None
-    trace: member(same("trace") | None, GATEWAY, "observability", shared=True) = None
-    plugins: member(same("plugins") | None, GATEWAY, "docs/plugins.md", shared=True) = None
+    max_tool_calls: responses_member("max_tool_calls", LOOP_BOUND, handling=GATEWAY, nullable=True) = None
+    stop_server_tools_when: responses_member("stop_server_tools_when", nullable=True) = None
+    provider: responses_member("provider", nullable=True) = None
+    route: responses_member("route", nullable=True) = None
+    session_id: responses_member("session_id", nullable=True) = None
+    trace: responses_member("trace", nullable=True) = None
+    plugins: responses_member("plugins", nullable=True) = None
     context_management: member(
         ContextManagement | None,
         HONOURED,

@@ -212,6 +212,25 @@ def same(name: str) -> Any:
     return declared(ResponsesRequest.__annotations__[name])[0]
 
 
+def responses_member(name: str, note: str | None = None, *, handling: str | None = None, nullable: bool = False,
+                     shared: bool = True) -> Any:  # fmt: skip
+    """The Responses member `name` declared in an ingress type (inference.chat_request_type,
+    messages_request_type): its type, handling, note and OpenAPI description, defined once here, unless the
+    format gives its own `note` or `handling`. `nullable`: null is taken as absent (the Messages ingress).
+    `shared`: the ingress copies it into the canonical body as sent and explains it by the Responses rule."""
+    tp, extra = declared(ResponsesRequest.__annotations__[name])
+    meta = typing.get_args(ResponsesRequest.__annotations__[name])[-1]
+    row = extra["member"]
+    return member(
+        tp | None if nullable else tp,
+        handling or row.handling,
+        row.note if note is None else note,
+        shared=shared,
+        doc=(meta.description or "") if note is None else "",
+        **(meta.extra_json_schema or {}),
+    )
+
+
 def declared_members(struct: type[msgspec.Struct]) -> dict[str, dict[str, Any]]:
     """Each member of a typed request with its declaration (`member`, `check`, `rule`, `shared`), in order."""
     return {field.name: declared(field.type)[1] for field in msgspec.structs.fields(struct)}
