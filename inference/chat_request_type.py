@@ -131,65 +131,71 @@ class ChatRequest(msgspec.Struct, gc=False):
     """An OpenAI Chat Completions request; `model` (or `models`) is required too. Other members go as sent to
     openai-chat upstreams (a 400 naming them when translated)."""
 
-    model: responses_member("model") = None
-    models: responses_member("models") = None
+    model: responses_member("model", preset=True) = None
+    models: responses_member("models", preset=True) = None
     messages: member(
         Annotated[list[ChatMessage], Meta(min_length=1)],
         HONOURED,
         "roles system, developer, user, assistant, tool (see Request members)",
     ) = None
     tools: member(
-        list[dict[str, Any]] | None, HONOURED, "function tools; `service:` server tools run by the gateway"
+        list[dict[str, Any]] | None, HONOURED, "function tools; `service:` server tools run by the gateway", preset=True
     ) = None
     tool_choice: member(
-        str | dict[str, Any] | None, HONOURED, "auto, none, required, a function, a `service:` server tool"
+        str | dict[str, Any] | None, HONOURED, "auto, none, required, a function, a `service:` server tool", preset=True
     ) = None
-    parallel_tool_calls: responses_member("parallel_tool_calls") = None
-    response_format: member(dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`") = None
+    parallel_tool_calls: responses_member("parallel_tool_calls", preset=True) = None
+    response_format: member(
+        dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`", preset=True
+    ) = None
     verbosity: member(
         one_of(VERBOSITIES) | None,
         HONOURED,
         "→ `text.verbosity` (low, high: OpenAI endpoints only)",
         check=check_verbosity,
+        preset=True,
     ) = None
     max_completion_tokens: member(
-        Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`", check=check_at_least_one
+        Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`", check=check_at_least_one, preset=True
     ) = None
     max_tokens: member(
         Annotated[int, Meta(ge=1)] | None,
         HONOURED,
         "→ `max_output_tokens`; both given and different → 400",
         check=check_at_least_one,
+        preset=True,
     ) = None
     reasoning: member(
-        dict[str, Any] | None, HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400"
+        dict[str, Any] | None, HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400", preset=True
     ) = None
     reasoning_effort: member(
-        one_of(REASONING_EFFORTS) | None, HONOURED, "→ `reasoning.effort`", check=check_reasoning_effort
+        one_of(REASONING_EFFORTS) | None, HONOURED, "→ `reasoning.effort`", check=check_reasoning_effort, preset=True
     ) = None
     include_reasoning: member(
         bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400", check=check_boolean
     ) = None
-    temperature: responses_member("temperature") = None
-    top_p: responses_member("top_p") = None
-    top_k: responses_member("top_k") = None
+    temperature: responses_member("temperature", preset=True) = None
+    top_p: responses_member("top_p", preset=True) = None
+    top_k: responses_member("top_k", preset=True) = None
     min_p: responses_member("min_p") = None
     top_a: responses_member("top_a") = None
-    frequency_penalty: responses_member("frequency_penalty") = None
-    presence_penalty: responses_member("presence_penalty") = None
+    frequency_penalty: responses_member("frequency_penalty", preset=True) = None
+    presence_penalty: responses_member("presence_penalty", preset=True) = None
     repetition_penalty: responses_member("repetition_penalty") = None
-    seed: member(int | None, ROUTER, f"integer; {SAMPLING}", check=check_seed) = None
+    seed: member(int | None, ROUTER, f"integer; {SAMPLING}", check=check_seed, preset=True) = None
     logit_bias: member(
         dict[str, Annotated[float, Meta(ge=-100, le=100)]] | None,
         ROUTER,
         f"token → -100..100; {SAMPLING}",
         check=check_logit_bias,
+        preset=True,
     ) = None
     stop: member(
         NonEmpty | Annotated[list[NonEmpty], Meta(max_length=MAX_STOP)] | None,
         ROUTER,
         f"a string or ≤ 4 strings (Anthropic: `stop_sequences`); {SAMPLING}",
         check=check_stop,
+        preset=True,
     ) = None
     cache_control: responses_member("cache_control") = None
     n: member(Annotated[int, Meta(ge=1, le=1)] | None, PARTLY, "only 1: one choice per request", check=check_n) = None
@@ -218,16 +224,16 @@ class ChatRequest(msgspec.Struct, gc=False):
     safety_identifier: responses_member("safety_identifier") = None
     metadata: responses_member("metadata") = None
     prompt_cache_key: responses_member("prompt_cache_key") = None
-    service_tier: responses_member("service_tier") = None
+    service_tier: responses_member("service_tier", preset=True) = None
     modalities: responses_member("modalities", nullable=True, shared=False) = None
     image_config: responses_member("image_config", shared=False) = None
     max_tool_calls: responses_member("max_tool_calls", LOOP_BOUND, handling=GATEWAY) = None
     stop_server_tools_when: responses_member("stop_server_tools_when") = None
-    provider: responses_member("provider") = None
-    route: responses_member("route") = None
+    provider: responses_member("provider", preset=True) = None
+    route: responses_member("route", preset=True) = None
     session_id: responses_member("session_id") = None
     trace: responses_member("trace") = None
-    plugins: responses_member("plugins") = None
+    plugins: responses_member("plugins", preset=True) = None
     transforms: responses_member("transforms") = None
     usage: responses_member("usage", USAGE, shared=False) = None
     debug: responses_member(

@@ -74,10 +74,10 @@ class MessagesRequest(msgspec.Struct, gc=False):
     """An Anthropic Messages request; `model` (or `models`) is required too. Other members go as sent to
     anthropic-messages upstreams (a 400 naming them when translated)."""
 
-    model: responses_member("model", nullable=True) = None
+    model: responses_member("model", nullable=True, preset=True) = None
     models: responses_member("models", nullable=True) = None
     max_tokens: member(
-        Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`", check=check_max_tokens
+        Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`", check=check_max_tokens, preset=True
     ) = None
     messages: member(
         Annotated[list[MessagesMessage], Meta(min_length=1)],
@@ -89,27 +89,34 @@ class MessagesRequest(msgspec.Struct, gc=False):
         list[dict[str, Any]] | None,
         HONOURED,
         "custom tools; web_search, web_fetch, tool_search_tool_bm25 run by the gateway",
+        preset=True,
     ) = None
-    tool_choice: member(dict[str, Any] | None, HONOURED, "auto, any, tool, none; `disable_parallel_tool_use`") = None
+    tool_choice: member(
+        dict[str, Any] | None, HONOURED, "auto, any, tool, none; `disable_parallel_tool_use`", preset=True
+    ) = None
     thinking: member(dict[str, Any] | None, HONOURED, "enabled {budget_tokens}, adaptive, disabled") = None
-    output_config: member(dict[str, Any] | None, HONOURED, "effort, format") = None
+    output_config: member(dict[str, Any] | None, HONOURED, "effort, format", preset=True) = None
     output_format: member(dict[str, Any] | None, HONOURED, "json_schema → `text.format`") = None
     stop_sequences: member(list[NonEmpty] | None, ROUTER, f"→ `stop`; {SAMPLING}", check=check_stop_sequences) = None
-    temperature: member(Annotated[float, Meta(ge=0, le=1)] | None, ROUTER, f"0..1; {SAMPLING}", shared=True) = None
-    top_p: responses_member("top_p", nullable=True) = None
-    top_k: responses_member("top_k", nullable=True) = None
-    cache_control: responses_member("cache_control", nullable=True, shared=False) = None
+    temperature: member(
+        Annotated[float, Meta(ge=0, le=1)] | None, ROUTER, f"0..1; {SAMPLING}", shared=True, preset=True
+    ) = None
+    top_p: responses_member("top_p", nullable=True, preset=True) = None
+    top_k: responses_member("top_k", nullable=True, preset=True) = None
+    cache_control: responses_member("cache_control", nullable=True, shared=False, preset=True) = None
     metadata: member(MessagesMetadata | None, PARTLY, "`user_id` only (hashed before it reaches a provider)") = None
     service_tier: member(Literal["auto"] | None, PARTLY, "only auto", check=check_service_tier) = None
-    speed: member(Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity", check=check_speed) = None
+    speed: member(
+        Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity", check=check_speed, preset=True
+    ) = None
     stream: member(bool | None, HONOURED, "Messages events") = None
     max_tool_calls: responses_member("max_tool_calls", LOOP_BOUND, handling=GATEWAY, nullable=True) = None
-    stop_server_tools_when: responses_member("stop_server_tools_when", nullable=True) = None
-    provider: responses_member("provider", nullable=True) = None
-    route: responses_member("route", nullable=True) = None
+    stop_server_tools_when: responses_member("stop_server_tools_when", nullable=True, preset=True) = None
+    provider: responses_member("provider", nullable=True, preset=True) = None
+    route: responses_member("route", nullable=True, preset=True) = None
     session_id: responses_member("session_id", nullable=True) = None
     trace: responses_member("trace", nullable=True) = None
-    plugins: responses_member("plugins", nullable=True) = None
+    plugins: responses_member("plugins", nullable=True, preset=True) = None
     context_management: member(
         ContextManagement | None,
         HONOURED,

@@ -60,10 +60,22 @@ from inference.responses_request_parts import (
 )
 
 
-def member(tp: Any, handling: str, note: str = "", *, check=None, rule=False, shared=False, doc: str = "", **schema):
+def member(
+    tp: Any,
+    handling: str,
+    note: str = "",
+    *,
+    check=None,
+    rule=False,
+    shared=False,
+    preset=False,
+    doc: str = "",
+    **schema,
+):
     """`tp` with its member-table row, its rule (see the module docstring) and its OpenAPI description. `shared`
-    (the ingress types): the member has a Responses member's name, type and meaning, and is checked by its rule."""
-    extra = {"member": Member(handling, note), "check": check, "rule": rule, "shared": shared}
+    (the ingress types): the member has a Responses member's name, type and meaning, and is checked by its rule.
+    `preset`: a preset made from a body of this format keeps the member (presets.config)."""
+    extra = {"member": Member(handling, note), "check": check, "rule": rule, "shared": shared, "preset": preset}
     return Annotated[tp, Meta(description=doc or note or None, extra=extra, extra_json_schema=schema or None)]
 
 
@@ -120,46 +132,46 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     members go as sent to openai-responses upstreams (a 400 naming them when translated)."""
 
     model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", check=rules.check_model,
-                  example="echo/echo-1") = ""  # fmt: skip
-    models: member(list[NonBlank], GATEWAY, MODELS, check=rules.check_models) = UNSET
+                  example="echo/echo-1", preset=True) = ""  # fmt: skip
+    models: member(list[NonBlank], GATEWAY, MODELS, check=rules.check_models, preset=True) = UNSET
     input: member(str | list[InputItem], HONOURED, "a string or items", check=parts.check_input, rule=True,
                   doc="A string (one user message) or an array of input items.") = ""  # fmt: skip
     instructions: member(str | None, HONOURED) = None
     tools: member(list[Tool] | None, HONOURED, "function tools; `service:` server tools run by the gateway",
-                  check=parts.check_tools, rule=True, doc=TOOLS_DOC) = None  # fmt: skip
+                  check=parts.check_tools, rule=True, doc=TOOLS_DOC, preset=True) = None  # fmt: skip
     tool_choice: member(one_of(parts.TOOL_CHOICE_STRINGS) | ToolChoiceObject | None, HONOURED,
                         "`allowed_tools`: other formats are sent only the allowed tools",
-                        check=parts.check_tool_choice) = None  # fmt: skip
-    parallel_tool_calls: member(bool | None, HONOURED) = None
+                        check=parts.check_tool_choice, preset=True) = None  # fmt: skip
+    parallel_tool_calls: member(bool | None, HONOURED, preset=True) = None
     max_tool_calls: member(integer(0, rules.MAX_TOOL_CALLS) | None, HONOURED,
-                           "also bounds the gateway's server-tool loop") = None  # fmt: skip
+                           "also bounds the gateway's server-tool loop", preset=True) = None  # fmt: skip
     text: member(Text | None, HONOURED, "format (text, json_object, json_schema), verbosity (low, high: OpenAI "
                  "endpoints only)",
-                 check=parts.check_text) = None  # fmt: skip
+                 check=parts.check_text, preset=True) = None  # fmt: skip
     reasoning: member(Reasoning | None, HONOURED, "effort, summary (concise, detailed: openai-responses only; "
                       "auto everywhere), enabled, max_tokens; "
                       "Anthropic endpoints need `max_output_tokens` above 1024 and no forced tool",
-                      check=parts.check_reasoning) = None  # fmt: skip
-    max_output_tokens: member(integer(1) | None, HONOURED) = None
-    temperature: member(number(0, 2), ROUTER, f"{TEMPERATURE}; {SAMPLING}") = None
-    top_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
-    top_k: member(integer(0), ROUTER, f"integer ≥ 0; {SAMPLING}") = 0
+                      check=parts.check_reasoning, preset=True) = None  # fmt: skip
+    max_output_tokens: member(integer(1) | None, HONOURED, preset=True) = None
+    temperature: member(number(0, 2), ROUTER, f"{TEMPERATURE}; {SAMPLING}", preset=True) = None
+    top_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}", preset=True) = None
+    top_k: member(integer(0), ROUTER, f"integer ≥ 0; {SAMPLING}", preset=True) = 0
     min_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
     top_a: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}") = None
-    frequency_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
-    presence_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}") = None
+    frequency_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}", preset=True) = None
+    presence_penalty: member(number(-2, 2), ROUTER, f"-2..2; {SAMPLING}", preset=True) = None
     repetition_penalty: member(number(0, 2), ROUTER, f"0..2; {SAMPLING}") = None
     top_logprobs: member(integer(0, 20) | None, ROUTER, f"0..20; {SAMPLING}; returned by openai-chat and "
-                        "openai-responses endpoints (JSON and streamed), Anthropic endpoints skipped (none left → 400)"
-                        ) = None  # fmt: skip
-    cache_control: member(CacheControl | None, ROUTER, CACHE, check=parts.check_cache_control) = None
+                        "openai-responses endpoints (JSON and streamed), Anthropic endpoints skipped (none left → 400)",
+                        preset=True) = None  # fmt: skip
+    cache_control: member(CacheControl | None, ROUTER, CACHE, check=parts.check_cache_control, preset=True) = None
     stream: member(bool, HONOURED, "Responses events", doc="true answers text/event-stream") = False
     stream_options: member(StreamOptions | None, PARTLY,
                            "the stream always ends with the usage; `include_obfuscation: true` → 400",
                            check=rules.check_stream_options, rule=True) = None  # fmt: skip
     include: member(list[one_of(INCLUDE_VALUES)] | None, HONOURED,
                     "`openai-responses` endpoints; `reasoning.encrypted_content` on every format (the reasoning the "
-                    "provider signed or encrypted is returned)") = None  # fmt: skip
+                    "provider signed or encrypted is returned)", preset=True) = None  # fmt: skip
     metadata: member(Annotated[Pairs, Meta(max_length=rules.MAX_METADATA_PAIRS)] | None, GATEWAY,
                      "kept for accounting and observability", check=rules.check_metadata, rule=True,
                      doc=f"String pairs; keys at most {rules.MAX_METADATA_KEY} characters, without brackets.",
@@ -172,14 +184,14 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     prompt_cache_key: member(str | None, HONOURED, CACHE_KEY) = None
     prompt_cache_options: member(PromptCacheOptions | None, HONOURED,
                                  "`openai-responses` endpoints only (others skipped; none → 400)",
-                                 check=parts.check_prompt_cache_options) = None  # fmt: skip
+                                 check=parts.check_prompt_cache_options, preset=True) = None  # fmt: skip
     prompt: member(Prompt | None, HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)",
                    check=parts.check_prompt) = None  # fmt: skip
-    service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, TIER) = None
-    truncation: member(one_of(TRUNCATION_VALUES) | None, HONOURED, "auto, disabled") = None
-    modalities: member(list[one_of(MODALITIES)], HONOURED, IMAGE_NOTE) = UNSET
+    service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, TIER, preset=True) = None
+    truncation: member(one_of(TRUNCATION_VALUES) | None, HONOURED, "auto, disabled", preset=True) = None
+    modalities: member(list[one_of(MODALITIES)], HONOURED, IMAGE_NOTE, preset=True) = UNSET
     image_config: member(dict[str, str | float | list[Any]] | None, HONOURED, "needs `modalities` with `image`",
-                         check=parts.check_image_config) = None  # fmt: skip
+                         check=parts.check_image_config, preset=True) = None  # fmt: skip
     store: member(bool, PARTLY, "only false: the API stores no responses", check=rules.check_store, rule=True,
                   enum=[False]) = False  # fmt: skip
     background: member(bool | None, PARTLY, "only false: the API is stateless", check=rules.check_background,
@@ -187,13 +199,15 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     previous_response_id: member(None, PARTLY, STATELESS, check=rules.check_stateless) = None
     conversation: member(None, PARTLY, STATELESS, check=rules.check_stateless) = None
     stop_server_tools_when: member(Annotated[list[StopCondition], Meta(min_length=1)], GATEWAY, LOOP_BOUND,
-                                   check=parts.check_stop_conditions) = UNSET  # fmt: skip
-    provider: member(Provider | None, GATEWAY, ROUTING, check=provider_rules.check_provider, rule=True) = None
-    route: member(one_of(ROUTE_VALUES) | None, GATEWAY, ROUTING) = None
+                                   check=parts.check_stop_conditions, preset=True) = UNSET  # fmt: skip
+    provider: member(Provider | None, GATEWAY, ROUTING, check=provider_rules.check_provider, rule=True, preset=True) = (
+        None
+    )
+    route: member(one_of(ROUTE_VALUES) | None, GATEWAY, ROUTING, preset=True) = None
     session_id: member(Identifier, GATEWAY, "sticky routing, observability") = None
     trace: member(dict[str, Any] | None, GATEWAY, "observability") = None
     plugins: member(list[Plugin], GATEWAY, "docs/plugins.md", check=parts.check_plugins, rule=True,
-                    doc=PLUGINS_DOC) = UNSET  # fmt: skip
+                    doc=PLUGINS_DOC, preset=True) = UNSET  # fmt: skip
     transforms: member(list[Literal["middle-out"]] | None, GATEWAY, TRANSFORMS,
                        check=router_rules.check_transforms) = None  # fmt: skip
     usage: member(Usage | None, GATEWAY,
@@ -213,7 +227,7 @@ def same(name: str) -> Any:
 
 
 def responses_member(name: str, note: str | None = None, *, handling: str | None = None, nullable: bool = False,
-                     shared: bool = True) -> Any:  # fmt: skip
+                     shared: bool = True, preset: bool = False) -> Any:  # fmt: skip
     """The Responses member `name` declared in an ingress type (inference.chat_request_type,
     messages_request_type): its type, handling, note and OpenAPI description, defined once here, unless the
     format gives its own `note` or `handling`. `nullable`: null is taken as absent (the Messages ingress).
@@ -226,11 +240,18 @@ def responses_member(name: str, note: str | None = None, *, handling: str | None
         handling or row.handling,
         row.note if note is None else note,
         shared=shared,
+        preset=preset,
         doc=(meta.description or "") if note is None else "",
         **(meta.extra_json_schema or {}),
     )
 
 
 def declared_members(struct: type[msgspec.Struct]) -> dict[str, dict[str, Any]]:
-    """Each member of a typed request with its declaration (`member`, `check`, `rule`, `shared`), in order."""
+    """Each member of a typed request with its declaration (`member`, `check`, `rule`, `shared`, `preset`), in
+    order."""
     return {field.name: declared(field.type)[1] for field in msgspec.structs.fields(struct)}
+
+
+def preset_members(struct: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The members a preset made from a body of this type keeps (declared `preset`), in order."""
+    return tuple(name for name, declaration in declared_members(struct).items() if declaration["preset"])

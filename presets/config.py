@@ -10,83 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-# Request-configuration fields of a Responses body that a preset persists. Everything else (`input`,
-# `stream`, `prompt`, `metadata`, `session_id`, `user`, `trace`, ...) is per request and silently ignored;
-# `instructions` becomes the version's `system_prompt`.
-RESPONSES_CONFIG_FIELDS: tuple[str, ...] = (
-    "model",
-    "models",
-    "temperature",
-    "top_p",
-    "top_k",
-    "top_logprobs",
-    "max_output_tokens",
-    "frequency_penalty",
-    "presence_penalty",
-    "provider",
-    "plugins",
-    "reasoning",
-    "text",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "max_tool_calls",
-    "stop_server_tools_when",
-    "route",
-    "service_tier",
-    "truncation",
-    "include",
-    "modalities",
-    "image_config",
-    "cache_control",
-    "prompt_cache_options",
-)
+from inference.chat_request_type import ChatRequest
+from inference.messages_request_type import MessagesRequest
+from inference.responses_request import ResponsesRequest, preset_members
 
-# The same for a messages body; `system` becomes the version's `system_prompt`.
-MESSAGES_CONFIG_FIELDS: tuple[str, ...] = (
-    "model",
-    "fallbacks",
-    "max_tokens",
-    "temperature",
-    "top_p",
-    "top_k",
-    "provider",
-    "plugins",
-    "route",
-    "tools",
-    "tool_choice",
-    "stop_server_tools_when",
-    "cache_control",
-    "output_config",
-    "speed",
-)
+MESSAGES_PRESET_ONLY = ("fallbacks",)  # the presets API's own member of a messages body
 
-# The same for a Chat Completions body; its system and developer messages become the version's `system_prompt`.
-CHAT_CONFIG_FIELDS: tuple[str, ...] = (
-    "model",
-    "models",
-    "temperature",
-    "top_p",
-    "top_k",
-    "frequency_penalty",
-    "presence_penalty",
-    "max_tokens",
-    "max_completion_tokens",
-    "stop",
-    "seed",
-    "logit_bias",
-    "response_format",
-    "verbosity",
-    "reasoning",
-    "reasoning_effort",
-    "tools",
-    "tool_choice",
-    "parallel_tool_calls",
-    "provider",
-    "plugins",
-    "route",
-    "service_tier",
-)
+# The request-configuration members a preset persists, declared `preset` on each format's typed request
+# (inference.responses_request, chat_request_type, messages_request_type), in its order. Everything else
+# (`input`, `stream`, `prompt`, `metadata`, `session_id`, `user`, `trace`, ...) is per request and silently
+# ignored; `instructions` (Responses), `system` (Messages) and the system and developer messages (Chat
+# Completions) become the version's `system_prompt`. A messages preset also keeps the presets API's own
+# `fallbacks` (presets.messages_schema.PresetMessagesMembers).
+RESPONSES_CONFIG_FIELDS: tuple[str, ...] = preset_members(ResponsesRequest)
+MESSAGES_CONFIG_FIELDS: tuple[str, ...] = (*preset_members(MessagesRequest), *MESSAGES_PRESET_ONLY)
+CHAT_CONFIG_FIELDS: tuple[str, ...] = preset_members(ChatRequest)
 PLACEHOLDER_MESSAGES = [{"role": "user", "content": "-"}]
 
 PLACEHOLDER_MAX_TOKENS = 1  # a messages preset may leave max_tokens out; the live converter requires it

@@ -11,12 +11,15 @@ are accepted and not persisted, as the spec asks; any other member is a 400 nami
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
 
 from gateway_project.api.errors import validation_error
 from gateway_project.api.serializers import refuse_unknown_members
 from inference import schema
-from presets.config import MESSAGES_CONFIG_FIELDS, messages_to_responses, pick_config
+from presets.config import MESSAGES_CONFIG_FIELDS, MESSAGES_PRESET_ONLY, messages_to_responses, pick_config
 
 MAX_FALLBACKS = 3
 SPEEDS = ("fast", "standard")
@@ -42,6 +45,36 @@ SHARED_WITH_RESPONSES = (
     "top_p",
     "top_k",
 )
+
+
+class Fallback(msgspec.Struct, forbid_unknown_fields=True):
+    model: Annotated[str, Meta(min_length=1)]
+
+
+class PresetOutputConfig(msgspec.Struct, forbid_unknown_fields=True):
+    effort: Literal[EFFORTS] | None = None
+    format: Annotated[dict[str, Any], Meta(description="`{type: json_schema, name?, schema}`")] | None = None
+    task_budget: Annotated[int, Meta(ge=1)] | dict[str, Any] | None = None
+
+
+class PresetMessagesMembers(msgspec.Struct):
+    """The members of a messages body of the presets API that the Messages request (inference.
+    messages_request_type.MessagesRequest) does not have, or has narrower: the body's OpenAPI schema
+    (presets.serializers) is the Messages request's plus these."""
+
+    fallbacks: Annotated[
+        list[Fallback],
+        Meta(max_length=MAX_FALLBACKS, description="Models tried after `model`; cannot be combined with `models`."),
+    ] = []
+    output_config: (
+        Annotated[
+            PresetOutputConfig, Meta(description="`{effort, format, task_budget}`; `task_budget` is not applied.")
+        ]
+        | None
+    ) = None
+
+
+assert set(MESSAGES_PRESET_ONLY) <= {field.name for field in msgspec.structs.fields(PresetMessagesMembers)}
 
 
 def _is_int(value: Any) -> bool:

@@ -1,16 +1,21 @@
 """Serializers of the presets app: output shapes, and request bodies for the OpenAPI description.
 
-The request bodies are validated by `inference.schema` (Responses) and `presets.messages_schema`
-(messages); the body serializers below only document them, and the Responses body's schema is the typed request's.
+The request bodies are validated by `inference.schema` (Responses), `presets.chat_schema` (Chat Completions)
+and `presets.messages_schema` (messages); the body schemas below only document them, each generated from its
+format's typed request.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from rest_framework import serializers
 
 from gateway_project.api.serializers import GatewayModelSerializer, data_envelope
 from inference.openapi import FIELD_SCHEMAS
-from inference.openapi_wire import CHAT_REQUEST
+from inference.openapi_types import openapi_properties
+from inference.openapi_wire import CHAT_REQUEST, MESSAGES_REQUEST
+from presets.messages_schema import MESSAGES_MEMBERS, SHARED_WITH_RESPONSES, PresetMessagesMembers
 from presets.models import Preset, PresetVersion
 
 
@@ -89,23 +94,25 @@ PRESET_CHAT_BODY = {
 }
 
 
-class PresetMessagesBodySerializer(serializers.Serializer):
-    """A messages request body (documentation); only preset fields are kept, `system` is the system prompt."""
+# The messages body of POST /presets/{slug}/messages: the members presets.messages_schema accepts, each with the
+# schema of the typed Messages request (inference.messages_request_type; `user` from the Responses request), and
+# the presets API's own members (presets.messages_schema.PresetMessagesMembers); strict, as the endpoint is.
+def _messages_body() -> dict[str, Any]:
+    own = openapi_properties(PresetMessagesMembers)
+    accepted = MESSAGES_MEMBERS | set(SHARED_WITH_RESPONSES)
+    properties = {
+        name: own.get(name) or MESSAGES_REQUEST["properties"].get(name) or FIELD_SCHEMAS[name]
+        for name in (*MESSAGES_REQUEST["properties"], *FIELD_SCHEMAS, *own)
+        if name in accepted
+    }
+    return {
+        "application/json": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": properties,
+            "description": "A messages request body; only preset fields are kept, `system` is the system prompt.",
+        }
+    }
 
-    model = serializers.CharField(required=False)
-    messages = serializers.ListField(child=serializers.JSONField(), required=False)
-    max_tokens = serializers.IntegerField(required=False, min_value=1)
-    system = serializers.JSONField(required=False, help_text="A string or an array of text blocks.")
-    fallbacks = serializers.ListField(
-        child=serializers.JSONField(), required=False, max_length=3, help_text="At most 3 `{model}` objects."
-    )
-    output_config = serializers.JSONField(required=False, help_text="`{effort, format, task_budget}`.")
-    speed = serializers.ChoiceField(choices=["fast", "standard"], required=False, allow_null=True)
-    route = serializers.ChoiceField(choices=["fallback", "sort"], required=False, allow_null=True)
-    session_id = serializers.CharField(required=False, max_length=256)
-    user = serializers.CharField(required=False, max_length=256)
-    provider = serializers.JSONField(required=False)
-    plugins = serializers.ListField(child=serializers.JSONField(), required=False)
-    stop_server_tools_when = serializers.ListField(child=serializers.JSONField(), required=False, min_length=1)
-    cache_control = serializers.JSONField(required=False)
-    trace = serializers.JSONField(required=False)
+
+PRESET_MESSAGES_BODY = _messages_body()

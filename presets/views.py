@@ -16,10 +16,10 @@ from presets.models import Preset
 from presets.responses_schema import validate_responses_body
 from presets.serializers import (
     PRESET_CHAT_BODY,
+    PRESET_MESSAGES_BODY,
     PRESET_RESPONSES_BODY,
     PresetData,
     PresetListItemSerializer,
-    PresetMessagesBodySerializer,
     PresetSerializer,
     PresetVersionData,
     PresetVersionSerializer,
@@ -73,7 +73,7 @@ class PresetViewSet(OrganizationViewSet):
 
     @extend_schema(
         parameters=[SLUG],
-        request=PresetMessagesBodySerializer,
+        request=PRESET_MESSAGES_BODY,
         responses={200: PresetData, 409: CONFLICT},
         operation_id="presets_create_from_messages",
     )
