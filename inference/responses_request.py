@@ -151,7 +151,7 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     reasoning: member(Reasoning | None, HONOURED, "effort, summary (concise, detailed: openai-responses only; "
                       "auto everywhere), enabled, max_tokens; "
                       "Anthropic endpoints need `max_output_tokens` above 1024 and no forced tool",
-                      check=parts.check_reasoning, preset=True) = None  # fmt: skip
+                      preset=True) = None  # fmt: skip
     max_output_tokens: member(integer(1) | None, HONOURED, preset=True) = None
     temperature: member(number(0, 2), ROUTER, f"{TEMPERATURE}; {SAMPLING}", preset=True) = None
     top_p: member(number(0, 1), ROUTER, f"0..1; {SAMPLING}", preset=True) = None
@@ -164,7 +164,7 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     top_logprobs: member(integer(0, 20) | None, ROUTER, f"0..20; {SAMPLING}; returned by openai-chat and "
                         "openai-responses endpoints (JSON and streamed), Anthropic endpoints skipped (none left → 400)",
                         preset=True) = None  # fmt: skip
-    cache_control: member(CacheControl | None, ROUTER, CACHE, check=parts.check_cache_control, preset=True) = None
+    cache_control: member(CacheControl | None, ROUTER, CACHE, preset=True) = None
     stream: member(bool, HONOURED, "Responses events", doc="true answers text/event-stream") = False
     stream_options: member(StreamOptions | None, PARTLY,
                            "the stream always ends with the usage; `include_obfuscation: true` → 400",
@@ -184,9 +184,8 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     prompt_cache_key: member(str | None, HONOURED, CACHE_KEY) = None
     prompt_cache_options: member(PromptCacheOptions | None, HONOURED,
                                  "`openai-responses` endpoints only (others skipped; none → 400)",
-                                 check=parts.check_prompt_cache_options, preset=True) = None  # fmt: skip
-    prompt: member(Prompt | None, HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)",
-                   check=parts.check_prompt) = None  # fmt: skip
+                                 preset=True) = None  # fmt: skip
+    prompt: member(Prompt | None, HONOURED, "`openai-responses` endpoints only (others skipped; none → 400)") = None
     service_tier: member(one_of(SERVICE_TIERS) | None, HONOURED, TIER, preset=True) = None
     truncation: member(one_of(TRUNCATION_VALUES) | None, HONOURED, "auto, disabled", preset=True) = None
     modalities: member(list[one_of(MODALITIES)], HONOURED, IMAGE_NOTE, preset=True) = UNSET
@@ -212,10 +211,10 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
                        check=router_rules.check_transforms) = None  # fmt: skip
     usage: member(Usage | None, GATEWAY,
                   "`{include}`: usage with `cost` is in every answer and at the end of every stream",
-                  check=router_rules.check_usage) = None  # fmt: skip
+                  ) = None  # fmt: skip
     debug: member(Debug | None, GATEWAY,
                   "`{echo_upstream_body}`: the upstream body, in the first event of a stream or the JSON answer",
-                  check=parts.check_debug) = None  # fmt: skip
+                  ) = None  # fmt: skip
 
 
 REFUSED_MEMBERS = {"speed": SPEED_REFUSED}  # members of another format: a 400 with the reason

@@ -1,8 +1,14 @@
 """The members' nested types of the typed Responses request (inference.responses_request): cache control,
-reasoning, text format, tools, plugins, input items, stop conditions, provider preferences, ... Each is typed no
-stricter than the member's rule (inference.schema_parts, schema_provider, schema_rules), which gives the 400."""
+reasoning, text format, tools, plugins, input items, stop conditions, provider preferences, ...
 
-from typing import Annotated, Any, Literal
+The 400 rules of the object members without rules beyond their type (`cache_control`, `debug`, `prompt`,
+`prompt_cache_options`, `reasoning`, `usage`) are generated from these types (inference.schema.rule_of_type):
+a nested member's message is declared on it (`Meta(extra={"error": ...})`, else derived from its type) and a
+struct with `forbid_unknown_fields` names the member it does not have with its `unknown_member`. The others are
+typed no stricter than the member's hand-written rule (inference.schema_parts, schema_provider, schema_rules),
+which gives the 400 (tests/inference/test_responses_type.py checks they agree)."""
+
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -24,7 +30,7 @@ Identifier = Annotated[str, Meta(max_length=rules.MAX_IDENTIFIER)] | None
 
 
 class CacheControl(msgspec.Struct):
-    type: Literal["ephemeral"]
+    type: Annotated[Literal["ephemeral"], Meta(extra={"error": "is required and must be ephemeral"})]
     ttl: str | UnsetType = UNSET
 
 
@@ -33,12 +39,12 @@ class Debug(msgspec.Struct):
 
 
 class Prompt(msgspec.Struct):
-    id: Annotated[str, Meta(min_length=1)]
+    id: Annotated[str, Meta(min_length=1, extra={"error": "is required and must be a string"})]
     variables: dict[str, Any] | None = None
 
 
 class PromptCacheOptions(msgspec.Struct):
-    mode: Literal["explicit"] | UnsetType = UNSET
+    mode: Annotated[Literal["explicit"], Meta(extra={"error": "must be explicit"})] | UnsetType = UNSET
     ttl: str | UnsetType = UNSET
 
 
@@ -46,7 +52,7 @@ class Reasoning(msgspec.Struct):
     effort: one_of(parts.REASONING_EFFORTS) | None = None
     summary: one_of(parts.REASONING_SUMMARIES) | None = None
     enabled: bool | None = None
-    max_tokens: Annotated[int, Meta(ge=0)] | None = None
+    max_tokens: Annotated[int, Meta(ge=0, extra={"error": "must be a non-negative integer"})] | None = None
 
 
 class TextFormatText(msgspec.Struct, tag_field="type", tag="text"):
@@ -188,6 +194,8 @@ class StreamOptions(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Usage(msgspec.Struct, forbid_unknown_fields=True):
+    unknown_member: ClassVar[str] = "unknown parameter (usage takes include)"
+
     include: bool | UnsetType = UNSET
 
 

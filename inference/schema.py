@@ -4,7 +4,8 @@
 A valid body costs one `msgspec.convert` (types, enums, bounds and lengths, in C) and the rules the type cannot
 state for the members flagged `rule` (items of `input` and `tools`, plugins, ...). An invalid one is explained
 by each member's rule, in body order: the member's `check` when it declares one, otherwise a rule derived from
-its type, so every failure is a 400 naming the (nested) field (`validation_error`). `CHECKERS` holds those rules
+its type (`rule_of_type`: scalars, enums and bounds, and object types from their fields with the messages the
+types declare), so every failure is a 400 naming the (nested) field (`validation_error`). `CHECKERS` holds those rules
 by member for the other ingresses, which validate the members they share with /responses the same way.
 `parse_body` decodes with orjson and applies the limits of every JSON body (nesting depth, no NUL character:
 gateway_project/json_input.py).
@@ -25,6 +26,7 @@ from gateway_project.json_input import check_json, needs_scan
 from inference import schema_parts as parts
 from inference.member_kinds import Member
 from inference.responses_request import REFUSED_MEMBERS, ResponsesRequest, declared
+from inference.responses_request_parts import CacheControl
 from inference.schema_router import fold_router_members
 from inference.schema_rules import MAX_IDENTIFIER, MAX_TOOL_CALLS
 from inference.unknown_members import collect
@@ -119,10 +121,74 @@ def _unwrap(tp: Any) -> tuple[Any, msgspec.Meta | None]:
 
 
 def _parts(tp: Any) -> tuple[list[Any], bool]:
+    """The options of a type without null and without `UNSET` (an absent member), and whether null is one."""
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
-        return [a for a in args if a is not type(None)], type(None) in args
+        return [a for a in args if a not in (type(None), msgspec.UnsetType)], type(None) in args
     return [tp], False
+
+
+MISSING = object()  # a required member of an object that is absent
+
+
+def _declared_error(option: Any) -> str | None:
+    """A nested member's own 400 message, declared on its type (`Meta(extra={"error": ...})`)."""
+    if typing.get_origin(option) is typing.Annotated:
+        for meta in typing.get_args(option)[1:]:
+            if isinstance(meta, msgspec.Meta) and meta.extra and "error" in meta.extra:
+                return meta.extra["error"]
+    return None
+
+
+def _field_rule(tp: Any) -> Checker:
+    """The rule of a member of an object type: the message its type declares for any value the type refuses
+    (msgspec decides), else the rule derived from its type."""
+    options, nullable = _parts(tp)
+    message = _declared_error(options[0]) if len(options) == 1 else None
+    if message is None:
+        return rule_of_type(tp)
+    target = options[0] | None if nullable else options[0]
+
+    def check(name: str, value: Any) -> None:
+        if value is MISSING:
+            raise validation_error(name, message)
+        try:
+            msgspec.convert(value, target, strict=True)
+        except msgspec.ValidationError:
+            raise validation_error(name, message) from None
+
+    return check
+
+
+def _struct_rule(struct: type[msgspec.Struct], nullable: bool) -> Checker:
+    """The rule of an object type (a msgspec Struct), generated from its fields: an object; each member by its
+    field's rule, in the type's order, a required one when absent too; with `forbid_unknown_fields`, the members
+    in body order and one the type does not have refused with the type's `unknown_member` message."""
+    fields = msgspec.structs.fields(struct)
+    rules = {field.name: _field_rule(field.type) for field in fields}
+    required = frozenset(field.name for field in fields if field.required)
+    forbid = struct.__struct_config__.forbid_unknown_fields
+    unknown = getattr(struct, "unknown_member", "unknown parameter")
+
+    def check(name: str, value: Any) -> None:
+        if value is None and nullable:
+            return
+        if not isinstance(value, dict):
+            raise validation_error(name, "must be an object")
+        if forbid:
+            for key, item in value.items():
+                rule = rules.get(key)
+                if rule is None:
+                    raise validation_error(f"{name}.{key}", unknown)
+                rule(f"{name}.{key}", item)
+            return
+        for key, rule in rules.items():
+            if key in value:
+                rule(f"{name}.{key}", value[key])
+            elif key in required:
+                rule(f"{name}.{key}", MISSING)
+
+    return check
 
 
 def _number_rule(kind: type, meta: msgspec.Meta | None, nullable: bool) -> Checker:
@@ -195,10 +261,13 @@ def number_between(low: float, high: float) -> Checker:
 
 def rule_of_type(tp: Any) -> Checker:
     """The checker a member's type stands for: a number or integer with its bounds, a boolean, a string with
-    its length, one of an enum, an array of an enum, an object (each nullable when the type allows null)."""
+    its length, one of an enum, an array of an enum, an object, an object type with the rules of its members
+    (each nullable when the type allows null)."""
     options, nullable = _parts(tp)
     (option,) = options
     kind, meta = _unwrap(option)
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return _struct_rule(kind, nullable)
     if typing.get_origin(kind) is list:
         return _enum_array_rule(typing.get_args(kind)[0], nullable)
     return _scalar_rule(kind, meta, nullable)
@@ -217,3 +286,4 @@ def _fields() -> tuple[dict[str, Checker], dict[str, Checker], dict[str, Member]
 
 CHECKERS, RULES, MEMBERS = _fields()
 NAMES = frozenset(CHECKERS)
+CACHE_CONTROL = rule_of_type(CacheControl)  # a `cache_control` nested in a content part (not nullable there)

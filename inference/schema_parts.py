@@ -55,27 +55,6 @@ def string_list(name: str, value: Any) -> None:
             raise validation_error(f"{name}[{index}]", "must be a string")
 
 
-def _cache_control(name: str, value: Any) -> None:
-    value = require_object(name, value)
-    if value.get("type") != "ephemeral":
-        raise validation_error(f"{name}.type", "is required and must be ephemeral")
-    if "ttl" in value and not isinstance(value["ttl"], str):
-        raise validation_error(f"{name}.ttl", "must be a string")
-
-
-def check_cache_control(name: str, value: Any) -> None:
-    if value is not None:
-        _cache_control(name, value)
-
-
-def check_debug(name: str, value: Any) -> None:
-    if value is None:
-        return
-    value = require_object(name, value)
-    if "echo_upstream_body" in value and not isinstance(value["echo_upstream_body"], bool):
-        raise validation_error(f"{name}.echo_upstream_body", "must be a boolean")
-
-
 def check_image_config(name: str, value: Any) -> None:
     if value is None:
         return
@@ -93,7 +72,9 @@ def _content_part(name: str, part: Any) -> None:
     if kind in ("input_text", "output_text") and not isinstance(part.get("text"), str):
         raise validation_error(f"{name}.text", "must be a string")
     if "cache_control" in part:
-        _cache_control(f"{name}.cache_control", part["cache_control"])
+        from inference.schema import CACHE_CONTROL  # generated from the type (inference.schema imports this module)
+
+        CACHE_CONTROL(f"{name}.cache_control", part["cache_control"])
 
 
 def _input_item(name: str, item: Any) -> None:
@@ -149,43 +130,6 @@ def check_plugins(name: str, value: Any) -> None:
         if "enabled" in plugin and not isinstance(plugin["enabled"], bool):
             raise validation_error(f"{item}.enabled", "must be a boolean")
         check_plugin(item, plugin)  # 400 for a kind this gateway does not implement (yet)
-
-
-def check_prompt(name: str, value: Any) -> None:
-    if value is None:
-        return
-    value = require_object(name, value)
-    if not isinstance(value.get("id"), str) or not value["id"]:
-        raise validation_error(f"{name}.id", "is required and must be a string")
-    if "variables" in value and value["variables"] is not None and not isinstance(value["variables"], dict):
-        raise validation_error(f"{name}.variables", "must be an object")
-
-
-def check_prompt_cache_options(name: str, value: Any) -> None:
-    if value is None:
-        return
-    value = require_object(name, value)
-    if "mode" in value and value["mode"] != "explicit":
-        raise validation_error(f"{name}.mode", "must be explicit")
-    if "ttl" in value and not isinstance(value["ttl"], str):
-        raise validation_error(f"{name}.ttl", "must be a string")
-
-
-def check_reasoning(name: str, value: Any) -> None:
-    if value is None:
-        return
-    value = require_object(name, value)
-    effort = value.get("effort")
-    if effort is not None and not is_one_of(effort, REASONING_EFFORTS):
-        raise validation_error(f"{name}.effort", f"must be one of {allowed_values(REASONING_EFFORTS)}")
-    summary = value.get("summary")
-    if summary is not None and not is_one_of(summary, REASONING_SUMMARIES):
-        raise validation_error(f"{name}.summary", f"must be one of {allowed_values(REASONING_SUMMARIES)}")
-    if "enabled" in value and value["enabled"] is not None and not isinstance(value["enabled"], bool):
-        raise validation_error(f"{name}.enabled", "must be a boolean")
-    max_tokens = value.get("max_tokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0):
-        raise validation_error(f"{name}.max_tokens", "must be a non-negative integer")
 
 
 def check_stop_conditions(name: str, value: Any) -> None:

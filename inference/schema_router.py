@@ -17,21 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_project.api.errors import validation_error
-from inference.schema_parts import require_object
 
 TRANSFORMS = frozenset({"middle-out"})
 COMPRESSION = "context-compression"
 ROUTER_ONLY = frozenset({"usage", "transforms"})
-
-
-def check_usage(name: str, value: Any) -> None:
-    if value is None:
-        return
-    for key, item in require_object(name, value).items():
-        if key != "include":
-            raise validation_error(f"{name}.{key}", "unknown parameter (usage takes include)")
-        if not isinstance(item, bool):
-            raise validation_error(f"{name}.{key}", "must be a boolean")
 
 
 def check_transforms(name: str, value: Any) -> None:
