@@ -19,7 +19,6 @@ from msgspec import UNSET, Meta
 
 from inference import schema_parts as parts
 from inference import schema_provider as provider_rules
-from inference import schema_router as router_rules
 from inference import schema_rules as rules
 from inference.member_kinds import (
     CACHE,
@@ -124,6 +123,7 @@ PLUGINS_DOC = (
 )
 IMAGE_NOTE = "with `image`: only `openai-chat` endpoints of image models (400 otherwise)"
 LOOP_BOUND = "bound of the server-tool loop"
+TRANSFORM_ERROR = "must be middle-out (the only transform)"
 STATELESS = "only null: the API is stateless; send the full history in input"
 
 
@@ -131,9 +131,10 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     """An OpenAI Responses request. `model` (or `models`) and `input` are what a minimal request carries. Other
     members go as sent to openai-responses upstreams (a 400 naming them when translated)."""
 
-    model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset", check=rules.check_model,
+    model: member(NonBlank, HONOURED, "the catalog slug; `@preset/<slug>` applies a preset",
                   example="echo/echo-1", preset=True) = ""  # fmt: skip
-    models: member(list[NonBlank], GATEWAY, MODELS, check=rules.check_models, preset=True) = UNSET
+    models: member(Annotated[list[NonBlank], Meta(extra={"error": "must be an array of model slugs"})], GATEWAY, MODELS,
+                   preset=True) = UNSET  # fmt: skip
     input: member(str | list[InputItem], HONOURED, "a string or items", check=parts.check_input, rule=True,
                   doc="A string (one user message) or an array of input items.") = ""  # fmt: skip
     instructions: member(str | None, HONOURED) = None
@@ -207,8 +208,8 @@ class ResponsesRequest(msgspec.Struct, omit_defaults=True, gc=False):
     trace: member(dict[str, Any] | None, GATEWAY, "observability") = None
     plugins: member(list[Plugin], GATEWAY, "docs/plugins.md", check=parts.check_plugins, rule=True,
                     doc=PLUGINS_DOC, preset=True) = UNSET  # fmt: skip
-    transforms: member(list[Literal["middle-out"]] | None, GATEWAY, TRANSFORMS,
-                       check=router_rules.check_transforms) = None  # fmt: skip
+    transforms: member(list[Annotated[Literal["middle-out"], Meta(extra={"error": TRANSFORM_ERROR})]] | None, GATEWAY,
+                       TRANSFORMS) = None  # fmt: skip
     usage: member(Usage | None, GATEWAY,
                   "`{include}`: usage with `cost` is in every answer and at the end of every stream",
                   ) = None  # fmt: skip

@@ -1,10 +1,11 @@
 """The members' nested types of the typed Responses request (inference.responses_request): cache control,
 reasoning, text format, tools, plugins, input items, stop conditions, provider preferences, ...
 
-The 400 rules of the object members without rules beyond their type (`cache_control`, `debug`, `prompt`,
-`prompt_cache_options`, `reasoning`, `usage`) are generated from these types (inference.schema.rule_of_type):
-a nested member's message is declared on it (`Meta(extra={"error": ...})`, else derived from its type) and a
-struct with `forbid_unknown_fields` names the member it does not have with its `unknown_member`. The others are
+The 400 rules of the members without rules beyond their type (`model`, `models`, `transforms`, and the object
+members `cache_control`, `debug`, `prompt`, `prompt_cache_options`, `reasoning`, `usage`) are generated from
+their types (inference.schema.rule_of_type): a member's message is declared on its type (`Meta(extra={"error":
+...})`, else derived from the type) and a struct with `forbid_unknown_fields` names the member it does not have
+with its `unknown_member`. The others are
 typed no stricter than the member's hand-written rule (inference.schema_parts, schema_provider, schema_rules),
 which gives the 400 (tests/inference/test_responses_type.py checks they agree)."""
 
@@ -25,7 +26,7 @@ def one_of(values) -> Any:
     return Literal[tuple(sorted(values))]
 
 
-NonBlank = Annotated[str, Meta(pattern=r"\S")]
+NonBlank = Annotated[str, Meta(pattern=r"\S", extra={"error": "must be a non-empty string"})]
 Identifier = Annotated[str, Meta(max_length=rules.MAX_IDENTIFIER)] | None
 
 

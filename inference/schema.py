@@ -132,7 +132,7 @@ MISSING = object()  # a required member of an object that is absent
 
 
 def _declared_error(option: Any) -> str | None:
-    """A nested member's own 400 message, declared on its type (`Meta(extra={"error": ...})`)."""
+    """A member's own 400 message, declared on its type (`Meta(extra={"error": ...})`)."""
     if typing.get_origin(option) is typing.Annotated:
         for meta in typing.get_args(option)[1:]:
             if isinstance(meta, msgspec.Meta) and meta.extra and "error" in meta.extra:
@@ -140,14 +140,9 @@ def _declared_error(option: Any) -> str | None:
     return None
 
 
-def _field_rule(tp: Any) -> Checker:
-    """The rule of a member of an object type: the message its type declares for any value the type refuses
-    (msgspec decides), else the rule derived from its type."""
-    options, nullable = _parts(tp)
-    message = _declared_error(options[0]) if len(options) == 1 else None
-    if message is None:
-        return rule_of_type(tp)
-    target = options[0] | None if nullable else options[0]
+def _declared_rule(option: Any, nullable: bool, message: str) -> Checker:
+    """The message a type declares, for any value the type refuses (msgspec decides) or a required one absent."""
+    target = option | None if nullable else option
 
     def check(name: str, value: Any) -> None:
         if value is MISSING:
@@ -160,12 +155,28 @@ def _field_rule(tp: Any) -> Checker:
     return check
 
 
+def _list_rule(item: Any, nullable: bool, message: str | None) -> Checker:
+    """An array (`message`, the one its type declares, when it is not one), each item by its type's rule."""
+    item_rule = rule_of_type(item)
+    not_array = message or "must be an array"
+
+    def check(name: str, value: Any) -> None:
+        if value is None and nullable:
+            return
+        if not isinstance(value, list):
+            raise validation_error(name, not_array)
+        for index, entry in enumerate(value):
+            item_rule(f"{name}[{index}]", entry)
+
+    return check
+
+
 def _struct_rule(struct: type[msgspec.Struct], nullable: bool) -> Checker:
     """The rule of an object type (a msgspec Struct), generated from its fields: an object; each member by its
     field's rule, in the type's order, a required one when absent too; with `forbid_unknown_fields`, the members
     in body order and one the type does not have refused with the type's `unknown_member` message."""
     fields = msgspec.structs.fields(struct)
-    rules = {field.name: _field_rule(field.type) for field in fields}
+    rules = {field.name: rule_of_type(field.type) for field in fields}
     required = frozenset(field.name for field in fields if field.required)
     forbid = struct.__struct_config__.forbid_unknown_fields
     unknown = getattr(struct, "unknown_member", "unknown parameter")
@@ -238,22 +249,6 @@ def _scalar_rule(kind: Any, meta: msgspec.Meta | None, nullable: bool) -> Checke
     return check
 
 
-def _enum_array_rule(item: Any, nullable: bool) -> Checker:
-    values = frozenset(typing.get_args(item))
-    allowed = parts.allowed_values(values)
-
-    def check(name: str, value: Any) -> None:
-        if value is None and nullable:
-            return
-        if not isinstance(value, list):
-            raise validation_error(name, "must be an array")
-        for index, entry in enumerate(value):
-            if not parts.is_one_of(entry, values):
-                raise validation_error(f"{name}[{index}]", f"must be one of {allowed}")
-
-    return check
-
-
 def number_between(low: float, high: float) -> Checker:
     """The rule of a nullable number in [low, high] (Anthropic's temperature range: inference.ingress)."""
     return _number_rule(float, msgspec.Meta(ge=low, le=high), nullable=True)
@@ -261,15 +256,19 @@ def number_between(low: float, high: float) -> Checker:
 
 def rule_of_type(tp: Any) -> Checker:
     """The checker a member's type stands for: a number or integer with its bounds, a boolean, a string with
-    its length, one of an enum, an array of an enum, an object, an object type with the rules of its members
-    (each nullable when the type allows null)."""
+    its length, one of an enum, an object, an array with its items' rule, an object type with the rules of its
+    members (each nullable when the type allows null); a type declaring its message
+    (`Meta(extra={"error": ...})`) refuses what msgspec refuses with that message (an array: when not one)."""
     options, nullable = _parts(tp)
     (option,) = options
     kind, meta = _unwrap(option)
+    message = _declared_error(option)
     if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
         return _struct_rule(kind, nullable)
     if typing.get_origin(kind) is list:
-        return _enum_array_rule(typing.get_args(kind)[0], nullable)
+        return _list_rule(typing.get_args(kind)[0], nullable, message)
+    if message is not None:
+        return _declared_rule(option, nullable, message)
     return _scalar_rule(kind, meta, nullable)
 
 

@@ -1,4 +1,5 @@
-"""Checkers of the public router API's own request members, in every wire format that takes them:
+"""The public router API's own request members, in every wire format that takes them (their types and 400 rules
+are the typed request's: inference.responses_request, rules generated from the types by inference.schema):
 
 - `usage: {include: boolean}`: usage with its cost is in every JSON answer and at the end of every Responses and
   Messages stream; on a Chat Completions stream `include: true` asks for the final usage chunk (as
@@ -16,38 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_project.api.errors import validation_error
-
-TRANSFORMS = frozenset({"middle-out"})
 COMPRESSION = "context-compression"
 ROUTER_ONLY = frozenset({"usage", "transforms"})
-
-
-def check_transforms(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, list):
-        raise validation_error(name, "must be an array")
-    for index, item in enumerate(value):
-        if not isinstance(item, str) or item not in TRANSFORMS:
-            raise validation_error(f"{name}[{index}]", "must be middle-out (the only transform)")
-
-
-def _bounded(low: float, high: float):
-    def check(name: str, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise validation_error(name, "must be a number")
-        if not low <= value <= high:
-            raise validation_error(name, f"must be between {low} and {high}")
-
-    return check
-
-
-check_min_p = _bounded(0, 1)
-check_top_a = _bounded(0, 1)
-check_repetition_penalty = _bounded(0, 2)
 
 
 def fold_router_members(body: dict[str, Any]) -> dict[str, Any]:

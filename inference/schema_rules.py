@@ -31,19 +31,6 @@ def check_stream_options(name: str, value: Any) -> None:
             raise validation_error(f"{name}.{key}", "is not supported: stream events are never padded")
 
 
-def check_model(name: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise validation_error(name, "must be a non-empty string")
-
-
-def check_models(name: str, value: Any) -> None:
-    if not isinstance(value, list):
-        raise validation_error(name, "must be an array of model slugs")
-    for index, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
-            raise validation_error(f"{name}[{index}]", "must be a non-empty string")
-
-
 def check_metadata(name: str, value: Any) -> None:
     if value is None:
         return
