@@ -28,6 +28,7 @@ from inference.schema_parts import REASONING_EFFORTS, VERBOSITIES
 
 MAX_STOP = 4
 NonEmpty = Annotated[str, Meta(min_length=1)]
+AtLeastOne = Annotated[int, Meta(ge=1, extra={"error": "must be an integer of at least 1"})]
 
 
 def _is_int(value: Any) -> bool:
@@ -38,16 +39,13 @@ def refusal(name: str, why: str):
     return validation_error(name, f"is not supported: {why}")
 
 
-# Each member's 400 when the type refuses it (the API's messages; a value the type accepts passes).
-
-
-def check_at_least_one(name: str, value: Any) -> None:
-    if value is not None and (not _is_int(value) or value < 1):
-        raise validation_error(name, "must be an integer of at least 1")
+# The 400 of a member whose rule is more than its type (the others' rules are generated from their types, with
+# the messages they declare: inference.schema.rule_of_type).
 
 
 def check_n(name: str, value: Any) -> None:
-    check_at_least_one(name, value)
+    if value is not None and (not _is_int(value) or value < 1):
+        raise validation_error(name, "must be an integer of at least 1")
     if value not in (None, 1):
         raise refusal(name, "one choice per request; send n requests for n choices")
 
@@ -55,11 +53,6 @@ def check_n(name: str, value: Any) -> None:
 def check_boolean(name: str, value: Any) -> None:
     if value is not None and not isinstance(value, bool):
         raise validation_error(name, "must be a boolean")
-
-
-def check_top_logprobs(name: str, value: Any) -> None:
-    if value is not None and (not _is_int(value) or not 0 <= value <= 20):
-        raise validation_error(name, "must be an integer between 0 and 20")
 
 
 def check_stop(name: str, value: Any) -> None:
@@ -70,31 +63,6 @@ def check_stop(name: str, value: Any) -> None:
         raise validation_error(name, "must be a non-empty string or an array of non-empty strings")
     if len(stops) > MAX_STOP:
         raise validation_error(name, f"must have at most {MAX_STOP} sequences")
-
-
-def check_seed(name: str, value: Any) -> None:
-    if value is not None and not _is_int(value):
-        raise validation_error(name, "must be an integer")
-
-
-def check_logit_bias(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise validation_error(name, "must be an object")
-    for token, weight in value.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not -100 <= weight <= 100:
-            raise validation_error(f"{name}.{token}", "must be a number between -100 and 100")
-
-
-def check_reasoning_effort(name: str, value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or value not in REASONING_EFFORTS):
-        raise validation_error(name, f"must be one of {', '.join(sorted(REASONING_EFFORTS))}")
-
-
-def check_verbosity(name: str, value: Any) -> None:
-    if value is not None and value not in ("low", "medium", "high"):
-        raise validation_error(name, "must be one of low, medium, high")
 
 
 def check_store(name: str, value: Any) -> None:
@@ -149,30 +117,24 @@ class ChatRequest(msgspec.Struct, gc=False):
         dict[str, Any] | None, HONOURED, "text, json_object, json_schema → `text.format`", preset=True
     ) = None
     verbosity: member(
-        one_of(VERBOSITIES) | None,
+        Annotated[one_of(VERBOSITIES), Meta(extra={"error": "must be one of low, medium, high"})] | None,
         HONOURED,
         "→ `text.verbosity` (low, high: OpenAI endpoints only)",
-        check=check_verbosity,
         preset=True,
     ) = None
-    max_completion_tokens: member(
-        Annotated[int, Meta(ge=1)] | None, HONOURED, "→ `max_output_tokens`", check=check_at_least_one, preset=True
-    ) = None
+    max_completion_tokens: member(AtLeastOne | None, HONOURED, "→ `max_output_tokens`", preset=True) = None
     max_tokens: member(
-        Annotated[int, Meta(ge=1)] | None,
+        AtLeastOne | None,
         HONOURED,
         "→ `max_output_tokens`; both given and different → 400",
-        check=check_at_least_one,
         preset=True,
     ) = None
     reasoning: member(
         dict[str, Any] | None, HONOURED, "{effort, max_tokens, enabled, summary}; `exclude: true` → 400", preset=True
     ) = None
-    reasoning_effort: member(
-        one_of(REASONING_EFFORTS) | None, HONOURED, "→ `reasoning.effort`", check=check_reasoning_effort, preset=True
-    ) = None
+    reasoning_effort: member(one_of(REASONING_EFFORTS) | None, HONOURED, "→ `reasoning.effort`", preset=True) = None
     include_reasoning: member(
-        bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400", check=check_boolean
+        bool | None, PARTLY, "`true` = `reasoning: {}` (reasoning on, returned); `false` → 400"
     ) = None
     temperature: responses_member("temperature", preset=True) = None
     top_p: responses_member("top_p", preset=True) = None
@@ -182,12 +144,14 @@ class ChatRequest(msgspec.Struct, gc=False):
     frequency_penalty: responses_member("frequency_penalty", preset=True) = None
     presence_penalty: responses_member("presence_penalty", preset=True) = None
     repetition_penalty: responses_member("repetition_penalty") = None
-    seed: member(int | None, ROUTER, f"integer; {SAMPLING}", check=check_seed, preset=True) = None
+    seed: member(
+        Annotated[int, Meta(extra={"error": "must be an integer"})] | None, ROUTER, f"integer; {SAMPLING}", preset=True
+    ) = None
     logit_bias: member(
-        dict[str, Annotated[float, Meta(ge=-100, le=100)]] | None,
+        dict[str, Annotated[float, Meta(ge=-100, le=100, extra={"error": "must be a number between -100 and 100"})]]
+        | None,
         ROUTER,
         f"token → -100..100; {SAMPLING}",
-        check=check_logit_bias,
         preset=True,
     ) = None
     stop: member(
@@ -204,13 +168,11 @@ class ChatRequest(msgspec.Struct, gc=False):
         ROUTER,
         f"with `top_logprobs` 0..20: {SAMPLING}; `choice.logprobs` in JSON answers (a stream → 400); Anthropic "
         "endpoints skipped (none left → 400 `top_logprobs`)",
-        check=check_boolean,
     ) = None
     top_logprobs: member(
-        Annotated[int, Meta(ge=0, le=20)] | None,
+        Annotated[int, Meta(ge=0, le=20, extra={"error": "must be an integer between 0 and 20"})] | None,
         ROUTER,
         "0..20, needs `logprobs: true`; as `logprobs`",
-        check=check_top_logprobs,
     ) = None
     store: member(bool | None, PARTLY, "only false: the gateway stores no completions", check=check_store) = None
     stream: responses_member("stream", "`data:` chunks ending with `[DONE]`") = None

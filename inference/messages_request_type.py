@@ -26,12 +26,8 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# Each member's 400 when the type refuses it (the API's messages; a value the type accepts passes).
-
-
-def check_max_tokens(name: str, value: Any) -> None:
-    if not _is_int(value) or value < 1:
-        raise validation_error(name, "is required and must be an integer of at least 1")
+# The 400 of a member whose rule is more than its type (the others' rules are generated from their types, with
+# the messages they declare: inference.schema.rule_of_type).
 
 
 def check_stop_sequences(name: str, value: Any) -> None:
@@ -39,16 +35,6 @@ def check_stop_sequences(name: str, value: Any) -> None:
         raise validation_error(name, "must be an array")
     if not all(isinstance(s, str) and s for s in value):
         raise validation_error(name, "must be an array of non-empty strings")
-
-
-def check_service_tier(name: str, value: Any) -> None:
-    if value not in (None, "auto"):
-        raise validation_error(name, "is not supported: only auto")
-
-
-def check_speed(name: str, value: Any) -> None:
-    if value not in (None, "standard", "fast"):
-        raise validation_error(name, "must be standard or fast")
 
 
 class MessagesMessage(msgspec.Struct, gc=False):
@@ -77,7 +63,10 @@ class MessagesRequest(msgspec.Struct, gc=False):
     model: responses_member("model", nullable=True, preset=True) = None
     models: responses_member("models", nullable=True) = None
     max_tokens: member(
-        Annotated[int, Meta(ge=1)], HONOURED, "required; → `max_output_tokens`", check=check_max_tokens, preset=True
+        Annotated[int, Meta(ge=1, extra={"error": "is required and must be an integer of at least 1"})],
+        HONOURED,
+        "required; → `max_output_tokens`",
+        preset=True,
     ) = None
     messages: member(
         Annotated[list[MessagesMessage], Meta(min_length=1)],
@@ -105,9 +94,14 @@ class MessagesRequest(msgspec.Struct, gc=False):
     top_k: responses_member("top_k", nullable=True, preset=True) = None
     cache_control: responses_member("cache_control", nullable=True, shared=False, preset=True) = None
     metadata: member(MessagesMetadata | None, PARTLY, "`user_id` only (hashed before it reaches a provider)") = None
-    service_tier: member(Literal["auto"] | None, PARTLY, "only auto", check=check_service_tier) = None
+    service_tier: member(
+        Annotated[Literal["auto"], Meta(extra={"error": "is not supported: only auto"})] | None, PARTLY, "only auto"
+    ) = None
     speed: member(
-        Literal["standard", "fast"] | None, HONOURED, "fast → priority capacity", check=check_speed, preset=True
+        Annotated[Literal["standard", "fast"], Meta(extra={"error": "must be standard or fast"})] | None,
+        HONOURED,
+        "fast → priority capacity",
+        preset=True,
     ) = None
     stream: member(bool | None, HONOURED, "Messages events") = None
     max_tool_calls: responses_member("max_tool_calls", LOOP_BOUND, handling=GATEWAY, nullable=True) = None

@@ -230,7 +230,8 @@ def responses_member(name: str, note: str | None = None, *, handling: str | None
                      shared: bool = True, preset: bool = False) -> Any:  # fmt: skip
     """The Responses member `name` declared in an ingress type (inference.chat_request_type,
     messages_request_type): its type, handling, note and OpenAPI description, defined once here, unless the
-    format gives its own `note` or `handling`. `nullable`: null is taken as absent (the Messages ingress).
+    format gives its own `note` or `handling`; its rule too (`check`, else the one generated from the type).
+    `nullable`: null is taken as absent (the Messages ingress).
     `shared`: the ingress copies it into the canonical body as sent and explains it by the Responses rule."""
     tp, extra = declared(ResponsesRequest.__annotations__[name])
     meta = typing.get_args(ResponsesRequest.__annotations__[name])[-1]
@@ -239,6 +240,7 @@ def responses_member(name: str, note: str | None = None, *, handling: str | None
         tp | None if nullable else tp,
         handling or row.handling,
         row.note if note is None else note,
+        check=extra["check"],
         shared=shared,
         preset=preset,
         doc=(meta.description or "") if note is None else "",

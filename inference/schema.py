@@ -155,6 +155,21 @@ def _declared_rule(option: Any, nullable: bool, message: str) -> Checker:
     return check
 
 
+def _dict_rule(value_type: Any, nullable: bool) -> Checker:
+    """An object whose values declare their message: each value at `name.key` by its type's rule."""
+    value_rule = rule_of_type(value_type)
+
+    def check(name: str, value: Any) -> None:
+        if value is None and nullable:
+            return
+        if not isinstance(value, dict):
+            raise validation_error(name, "must be an object")
+        for key, item in value.items():
+            value_rule(f"{name}.{key}", item)
+
+    return check
+
+
 def _list_rule(item: Any, nullable: bool, message: str | None) -> Checker:
     """An array (`message`, the one its type declares, when it is not one), each item by its type's rule."""
     item_rule = rule_of_type(item)
@@ -257,8 +272,9 @@ def number_between(low: float, high: float) -> Checker:
 def rule_of_type(tp: Any) -> Checker:
     """The checker a member's type stands for: a number or integer with its bounds, a boolean, a string with
     its length, one of an enum, an object, an array with its items' rule, an object type with the rules of its
-    members (each nullable when the type allows null); a type declaring its message
-    (`Meta(extra={"error": ...})`) refuses what msgspec refuses with that message (an array: when not one)."""
+    members, an object whose values declare their message (each nullable when the type allows null); a type
+    declaring its message (`Meta(extra={"error": ...})`) refuses what msgspec refuses with that message (an
+    array: when not one)."""
     options, nullable = _parts(tp)
     (option,) = options
     kind, meta = _unwrap(option)
@@ -267,6 +283,8 @@ def rule_of_type(tp: Any) -> Checker:
         return _struct_rule(kind, nullable)
     if typing.get_origin(kind) is list:
         return _list_rule(typing.get_args(kind)[0], nullable, message)
+    if typing.get_origin(kind) is dict and _declared_error(typing.get_args(kind)[1]) is not None:
+        return _dict_rule(typing.get_args(kind)[1], nullable)
     if message is not None:
         return _declared_rule(option, nullable, message)
     return _scalar_rule(kind, meta, nullable)

@@ -4,9 +4,10 @@
 client's own vocabulary) and returns the equivalent Responses body the pipeline runs on. The body is first
 converted into its type, `inference.chat_request_type.ChatRequest` (msgspec, strict: types, enums, bounds and
 lengths of every member, in C); a body the type refuses is explained member by member, in the order below, by
-each member's `check` (or its translation here), so the 400 names the member with the API's own message. What
-the type cannot state (the content of messages, tools, `tool_choice`, `response_format`, `reasoning`, and the
-rules between members) is checked here while translating:
+each member's rule (its `check`, its translation here, or the rule generated from its type with the message the
+type declares), so the 400 names the member with the API's own message. What the type cannot state (the
+content of messages, tools, `tool_choice`, `response_format`, `reasoning`, and the rules between members) is
+checked here while translating:
 
 - `messages`: system / developer → system / developer messages; user content parts text → input_text,
   image_url → input_image, input_audio → input_audio, file → input_file; assistant text → an assistant
@@ -34,6 +35,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
+
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.chat_request_type import ChatRequest
@@ -41,7 +44,7 @@ from inference.ingress.chat_messages import check_tool_names, message_items, ref
 from inference.ingress.common import require_list, require_object, typed
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
-from inference.responses_request import declared_members
+from inference.responses_request import declared, declared_members
 from inference.schema_router import fold_router_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
@@ -49,6 +52,7 @@ from inference.unknown_members import collect
 # The members of the typed request (inference.chat_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
 _DECLARED = declared_members(ChatRequest)
+_TYPES = {field.name: declared(field.type)[0] for field in msgspec.structs.fields(ChatRequest)}
 SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
 HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
 SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
@@ -231,7 +235,7 @@ def _check_of(name: str):
     if name in _TRANSLATIONS:
         translate = _TRANSLATIONS[name]
         return lambda _name, value: translate(value)
-    return schema.CHECKERS[name]
+    return schema.rule_of_type(_TYPES[name])  # generated from the member's type (a Responses one's: the same rule)
 
 
 _EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)

@@ -3,8 +3,9 @@
 `to_canonical(body, betas)` validates every member of a Messages body (a 400 naming it) and returns the
 equivalent Responses body. The body is first converted into its type, `inference.messages_request_type.
 MessagesRequest` (msgspec, strict); a body the type refuses is explained member by member, in the order below,
-by each member's `check` (or its translation here). What the type cannot state (blocks, tools, thinking,
-output formats, context edits, the rules between members) is checked here while translating:
+by each member's rule (its `check`, its translation here, or the rule generated from its type with the message
+the type declares). What the type cannot state (blocks, tools, thinking, output formats, context edits, the
+rules between members) is checked here while translating:
 
 - `system` (string or text blocks, `cache_control` kept) → system messages first in `input`;
 - `messages`: text blocks → input_text (user) / output_text (assistant); image blocks (base64, url, file
@@ -44,6 +45,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress import context_edits
@@ -51,14 +54,15 @@ from inference.ingress.common import is_int, require_list, require_object, typed
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
-from inference.messages_request_type import MessagesRequest, check_max_tokens
-from inference.responses_request import declared_members
+from inference.messages_request_type import MessagesRequest
+from inference.responses_request import declared, declared_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
 # The members of the typed request (inference.messages_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
 _DECLARED = declared_members(MessagesRequest)
+_TYPES = {field.name: declared(field.type)[0] for field in msgspec.structs.fields(MessagesRequest)}
 SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
 HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
 SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
@@ -261,7 +265,7 @@ def _check_of(name: str):
         return lambda _name, value: translate(value)
     if name in ("tools", "thinking", "output_config", "output_format"):
         return None  # explained by the function after it
-    return schema.CHECKERS[name]
+    return schema.rule_of_type(_TYPES[name])  # generated from the member's type (a Responses one's: the same rule)
 
 
 _EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)
@@ -315,7 +319,7 @@ def to_canonical(body: Any, betas: list[str] | None = None) -> dict[str, Any]:
     _require_model(out)
     max_tokens = request.max_tokens
     if max_tokens is None:
-        check_max_tokens("max_tokens", max_tokens)
+        schema.rule_of_type(_TYPES["max_tokens"])("max_tokens", None)  # required
     out["max_output_tokens"] = max_tokens
     if request.stream is not None:
         out["stream"] = request.stream
