@@ -1,5 +1,5 @@
 """CPU and wall time of one budget hold + settlement at c=1 (a settlement batch of one), PostgreSQL only: the
-database-thread path against the event-loop path (gateway_project/fast_pg.py), alternated in one process.
+database-thread path against the event-loop path (gateway_project/loop_pg.py), alternated in one process.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> taskset -c 1 .venv/bin/python bench/hold_path.py   # N=1000
 
@@ -31,7 +31,7 @@ from django.core.management import call_command  # noqa: E402
 
 from budgets import middleware, settler  # noqa: E402
 from budgets.counters import Settlement  # noqa: E402
-from gateway_project import fast_pg  # noqa: E402
+from gateway_project import loop_pg  # noqa: E402
 from inference.pipeline.context import SpendLimit  # noqa: E402
 
 LIMITS = [
@@ -59,7 +59,7 @@ def backend_cpu_us(pid: int | None) -> float:
 
 async def one(path: str) -> None:
     now = datetime.now(UTC)
-    fast_pg.prepared_statements = path != "unprepared"
+    loop_pg.prepared_statements = path != "unprepared"
     if path == "thread":
         hold = await middleware._reserve_on_thread(limits=LIMITS, amount_units=10**6, now=now, request_id="hp")
         await settler._settle_many_on_thread([Settlement(hold=hold, cost_units=10, is_byok=False)])
@@ -73,7 +73,7 @@ async def main() -> None:
     paths = os.environ.get("PATHS", "thread loop").split()
     for path in paths:
         await one(path)
-    backend = int((await fast_pg.client().query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
+    backend = (await loop_pg.database().query("SELECT pg_backend_pid()"))[0][0]
     for round_ in range(3):
         for path in paths:
             cpu, wall, db = time.process_time(), time.perf_counter(), backend_cpu_us(backend)

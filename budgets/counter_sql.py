@@ -112,7 +112,7 @@ def hold_all(
     counter took the hold (committed), else the index in `checks` of the first counter that refused (nothing
     held, no row).
 
-    On PostgreSQL, outside atomic(), this is one statement (`_NATIVE_HOLD`): one round trip. Elsewhere it is one
+    On PostgreSQL, outside atomic(), this is one statement (`_HOLD`): one round trip. Elsewhere it is one
     conditional UPDATE per counter and the INSERT in one transaction.
     """
     conn = connections[DEFAULT_DB_ALIAS]
@@ -148,9 +148,9 @@ def hold_all(
 
 # The hold on PostgreSQL: one call of the function of migration budgets/0008 (0006's, plus the hold's record; one
 # statement, one round trip; the function's plans are cached by the database session, where an equivalent CTE was
-# planned on every call). Every
-# argument is a parameter, so every hold has the same text: the event loop's connection prepares it once
-# (gateway_project/fast_pg.py `prepared`) and the database does not parse and plan it per hold.
+# planned on every call). Every argument is a bound parameter, so every hold has the same text: the event loop's
+# connection prepares it once (gateway_project/loop_pg.py, `prepare`) and the database does not parse and plan it
+# per hold.
 _HOLD_ARGUMENT_TYPES = (
     "bigint[]",
     "bigint[]",
@@ -163,25 +163,29 @@ _HOLD_ARGUMENT_TYPES = (
     "timestamptz",
     "jsonb",
 )
-_HOLD = "SELECT budgets_spend_hold_v3({})"
-# libpq's placeholders (the event loop's connection, the database thread's PQexecParams) and psycopg's.
-_NATIVE_HOLD = _HOLD.format(", ".join(f"${n}::{t}" for n, t in enumerate(_HOLD_ARGUMENT_TYPES, start=1))).encode()
-_CURSOR_HOLD = _HOLD.format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
+_HOLD = "SELECT budgets_spend_hold_v3({})".format(", ".join(f"%s::{t}" for t in _HOLD_ARGUMENT_TYPES))
 
 
-def _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list[bytes]:
-    """The parameters of `_NATIVE_HOLD` as text (aware datetimes)."""
+def _array(values) -> str:
+    """An array parameter in PostgreSQL's array syntax (`values`: ints, booleans as t/f, UUIDs), cast by the
+    statement: psycopg's list adapter inspects every element of every list in Python (about 25 us per hold and
+    settlement, docs/performance.md)."""
+    return "{" + ",".join(values) + "}"
+
+
+def _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record=None) -> list:
+    """The parameters of `_HOLD` (arrays and JSON as text, cast by the call; the rest adapted by psycopg)."""
     return [
-        _array(str(int(counter_id)) for counter_id, _, _ in checks),
-        _array(str(int(limit_units)) for _, limit_units, _ in checks),
-        _array("t" if include_byok else "f" for _, _, include_byok in checks),
-        str(int(amount)).encode(),
-        str(reservation_id).encode(),
-        request_id[:100].encode(),
-        counter_ids_json([c for c, _, _ in checks]).encode(),
-        now.isoformat().encode(),
-        expires_at.isoformat().encode(),
-        record_json(record).encode(),
+        _array([str(int(counter_id)) for counter_id, _, _ in checks]),
+        _array([str(int(limit_units)) for _, limit_units, _ in checks]),
+        _array(["t" if include_byok else "f" for _, _, include_byok in checks]),
+        int(amount),
+        reservation_id,
+        request_id[:100],
+        counter_ids_json([c for c, _, _ in checks]),
+        now,
+        expires_at,
+        record_json(record),
     ]
 
 
@@ -195,33 +199,30 @@ async def hold_all_async(
     record: dict | None = None,
     reservation_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, int | None]:
-    """`hold_all` on PostgreSQL over the event loop's own connection (gateway_project/fast_pg.py): the same
-    function call, sent without the database thread as a prepared statement. `now` and `expires_at` must be
-    aware datetimes."""
-    from gateway_project import fast_pg
+    """`hold_all` on PostgreSQL over the event loop's connection (gateway_project/loop_pg.py): the same function
+    call, sent without the database thread as a prepared statement. `now` and `expires_at` must be aware."""
+    from gateway_project import loop_pg
     from gateway_project.db_deadline import deadline_seconds
 
     reservation_id = reservation_id or uuid.uuid4()
-    params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
-    result = await fast_pg.client().query(_NATIVE_HOLD, params, deadline_seconds(), prepared=True)
-    value = result.get_value(0, 0)
-    if value is None:
+    params = _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record)
+    rows = await loop_pg.database().query(_HOLD, params, deadline_seconds(), prepare=True)
+    refused_id = rows[0][0]
+    if refused_id is None:
         return reservation_id, None
-    refused_id = int(value)
     return reservation_id, [counter_id for counter_id, _, _ in checks].index(refused_id)
 
 
-_SETTLE_CALL = b"SELECT budgets_spend_settle_v2($1, $2, $3, $4, $5, $6, $7, $8)"
-
-
-def _array(values) -> bytes:
-    return ("{" + ",".join(values) + "}").encode()
+_SETTLE_CALL = (
+    "SELECT budgets_spend_settle_v2(%s::uuid[], %s::uuid[], %s::bigint[], %s::bigint[], %s::boolean[], "
+    "%s::integer[], %s::bigint[], %s::timestamptz)"
+)
 
 
 def settle_statement(
     settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
-) -> tuple[bytes, list]:
-    """The one-statement settlement of migration budgets/0005 and its parameters as text: `settlements` are
+) -> tuple[str, list]:
+    """The one-statement settlement of migration budgets/0005 and its parameters: `settlements` are
     (settlement id, reservation id, hold amount, cost, paid by a BYOK key, counter ids)."""
     owners: list[str] = []
     counter_ids: list[str] = []
@@ -230,14 +231,14 @@ def settle_statement(
             owners.append(str(index))
             counter_ids.append(str(int(counter_id)))
     return _SETTLE_CALL, [
-        _array(str(settlement_id) for settlement_id, _, _, _, _, _ in settlements),
-        _array(str(reservation_id) for _, reservation_id, _, _, _, _ in settlements),
-        _array(str(int(amount)) for _, _, amount, _, _, _ in settlements),
-        _array(str(int(cost)) for _, _, _, cost, _, _ in settlements),
-        _array("t" if is_byok else "f" for _, _, _, _, is_byok, _ in settlements),
+        _array([str(settlement_id) for settlement_id, _, _, _, _, _ in settlements]),
+        _array([str(reservation_id) for _, reservation_id, _, _, _, _ in settlements]),
+        _array([str(int(amount)) for _, _, amount, _, _, _ in settlements]),
+        _array([str(int(cost)) for _, _, _, cost, _, _ in settlements]),
+        _array(["t" if is_byok else "f" for _, _, _, _, is_byok, _ in settlements]),
         _array(owners),
         _array(counter_ids),
-        now.isoformat().encode(),
+        now,
     ]
 
 
@@ -245,48 +246,27 @@ async def settle_all_async(
     settlements: list[tuple[uuid.UUID, uuid.UUID, int, int, bool, tuple[int, ...]]], now: datetime
 ) -> int:
     """`counters.spend_settle_many` on PostgreSQL in one statement (the function of migration budgets/0005) over
-    the event loop's own connection (gateway_project/fast_pg.py); returns how many reservation rows it removed.
+    the event loop's connection (gateway_project/loop_pg.py); returns how many reservation rows it removed.
     `now` (aware) dates the applied settlements."""
-    from gateway_project import fast_pg
+    from gateway_project import loop_pg
     from gateway_project.db_deadline import deadline_seconds
 
     statement, params = settle_statement(settlements, now)
-    result = await fast_pg.client().query(statement, params, deadline_seconds(), prepared=True)
-    value = result.get_value(0, 0)
+    rows = await loop_pg.database().query(statement, params, deadline_seconds(), prepare=True)
+    value = rows[0][0]
     return 0 if value is None else int(value)
 
 
 def _hold_one_statement(conn, checks, amount, request_id, reservation_id, now, expires_at, record) -> int | None:
+    """The hold's function call on the database thread's connection: a psycopg cursor, the parameters bound
+    (naive datetimes are taken in the session's time zone), server-side binding without a prepared statement
+    (it would not survive pgbouncer's transaction mode)."""
     import psycopg
 
     conn.ensure_connection()
-    if now.tzinfo is not None and expires_at.tzinfo is not None:
-        # libpq's PQexecParams on the driver's connection, the parameters as text: the same statement and round
-        # trip as a psycopg cursor, without its adaptation and result machinery (about 45 us of CPU per hold
-        # here, bench/hold_cost.py).
-        params = _native_hold(checks, amount, request_id, reservation_id, now, expires_at, record)
-        with conn.wrap_database_errors:
-            result = conn.connection.pgconn.exec_params(_NATIVE_HOLD, params)
-            if result.status != psycopg.pq.ExecStatus.TUPLES_OK:
-                raise psycopg.errors.error_from_result(result, encoding="utf-8")
-            value = result.get_value(0, 0)
-        return None if value is None else int(value)
-    counter_ids = counter_ids_json([c for c, _, _ in checks])
-    params = [
-        [int(counter_id) for counter_id, _, _ in checks],
-        [int(limit_units) for _, limit_units, _ in checks],
-        [bool(include_byok) for _, _, include_byok in checks],
-        int(amount),
-        reservation_id,
-        request_id[:100],
-        counter_ids,
-        now,
-        expires_at,
-        record_json(record),
-    ]
-    # Server-side binding without a prepared statement (it would not survive pgbouncer's transaction mode).
+    params = _hold_params(checks, amount, request_id, reservation_id, now, expires_at, record)
     with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
-        cursor.execute(_CURSOR_HOLD, params, prepare=False)
+        cursor.execute(_HOLD, params, prepare=False)
         return cursor.fetchone()[0]
 
 

@@ -40,7 +40,7 @@ _settle_on_thread = in_db_thread(spend_settle)
 
 
 async def _reserve(**kwargs) -> Hold:
-    """The hold: on PostgreSQL its statement goes over the event loop's own connection (gateway_project/fast_pg.py,
+    """The hold: on PostgreSQL its statement goes over the event loop's connection (gateway_project/loop_pg.py,
     no thread hop); on SQLite, inside a test's `async_to_sync` transaction, or for a naive datetime it runs on the
     data plane's database thread as before."""
     if loop_client_usable() and kwargs["now"].tzinfo is not None:
@@ -176,8 +176,9 @@ class BudgetMiddleware:
 
         send_ahead(ctx, hold_taken)  # after the rate-limit check, when one was sent: a 429 comes before a 402
         try:
-            # One turn of the loop: the task's first step sends the hold's statement (libpq writes it as it is
-            # queued), and the rate-limit check queued before it leaves too; the request goes on while both travel.
+            # One turn of the loop: the task's first step sends the hold's statement (psycopg writes it before the
+            # task first waits, on an idle connection; behind busy ones it leaves with the next batch), and the
+            # rate-limit check queued before it leaves too; the request goes on while both travel.
             await asyncio.sleep(0)
             await self.get_response(ctx)
         finally:

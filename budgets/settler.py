@@ -5,7 +5,7 @@ is fire-and-forget and a second cancellation does not lose it. Settlements of re
 `GATEWAY_BUDGET_SETTLE_FLUSH_MS` of each other (0: no waiting; requests finishing while a batch is written
 still share the next one) are written by `counters.spend_settle_many`: one DELETE of the reservation rows,
 one UPDATE per counter; on PostgreSQL one call of the function of migration budgets/0005 doing all of it, sent
-from the event loop like the holds (gateway_project/fast_pg.py). While the database is
+from the event loop like the holds (gateway_project/loop_pg.py). While the database is
 unreachable the batch is retried with backoff for up to `GATEWAY_ACCOUNTING_RETRY_SECONDS`; a batch that
 fails otherwise (or for longer) is settled request by request with `spend_settle`; a settlement that still
 fails is logged and handed to the budget keeper (budgets/keeper.py), which writes it once the database
@@ -29,7 +29,7 @@ logger = logging.getLogger("gateway.budgets")
 MAX_BATCH = 500
 
 
-# PostgreSQL: one statement over the event loop's own connection, like the holds (gateway_project/fast_pg.py; a
+# PostgreSQL: one statement over the event loop's own connection, like the holds (gateway_project/loop_pg.py; a
 # broken connection is replaced on the next call). Otherwise on the data plane's database thread
 # (gateway_project/db_thread.py), where a connection broken by a database restart is closed before the error
 # comes back, so the next try opens a fresh one.

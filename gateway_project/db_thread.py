@@ -95,7 +95,7 @@ _postgresql: bool | None = None
 
 def loop_client_usable() -> bool:
     """True when a data plane statement may go over the event loop's own PostgreSQL connection
-    (gateway_project/fast_pg.py) instead of this thread: the database is PostgreSQL and the caller is not
+    (gateway_project/loop_pg.py) instead of this thread: the database is PostgreSQL and the caller is not
     inside `async_to_sync` (a synchronous test calling the data plane inside its transaction, which only the
     calling thread's connection sees)."""
     global _postgresql
@@ -109,7 +109,7 @@ def loop_client_usable() -> bool:
 def shutdown() -> None:
     """Close the data plane thread's database connection and stop it, and the event loops' PostgreSQL
     connections (process or test-session end)."""
-    from gateway_project import fast_pg
+    from gateway_project import loop_pg
 
     data_plane_thread.shutdown()
-    fast_pg.close_all()
+    loop_pg.close_all()

@@ -113,6 +113,9 @@ GATEWAY_REQUEST_READ_TIMEOUT_SECONDS = env.float("GATEWAY_REQUEST_READ_TIMEOUT_S
 # Deadline of each data-plane database call (gateway_project/db_deadline.py): past it the request gets 503
 # and the stuck call's socket is shut down. The accounting writer's batches get 6 times as long.
 GATEWAY_DB_DEADLINE_SECONDS = env.float("GATEWAY_DB_DEADLINE_SECONDS", default=5.0)
+# Connections of each event loop's pool for the budget hold and settlement (gateway_project/loop_pg.py); statements
+# arriving while they are all busy are sent together, in one pipeline, by the first one that frees up.
+GATEWAY_DB_LOOP_CONNECTIONS = env.int("GATEWAY_DB_LOOP_CONNECTIONS", default=1)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 

@@ -1,4 +1,5 @@
-"""The event loop's own PostgreSQL client (gateway_project/fast_pg.py) and the budget hold sent over it.
+"""The event loop's PostgreSQL pool (gateway_project/loop_pg.py: psycopg, psycopg_pool) and the budget hold sent
+over it.
 
 Against the real PostgreSQL test database (skipped on SQLite, where the hold stays on the database thread):
 exactness of many concurrent holds, one failing pipelined statement leaving the others alone, a connection
@@ -23,7 +24,7 @@ from django.db import DataError, OperationalError, ProgrammingError, connection
 
 from budgets import counter_sql
 from budgets.models import SpendCounter, SpendReservation
-from gateway_project import fast_pg
+from gateway_project import loop_pg
 from tests.budgets.test_concurrency import database_url
 from tests.inference.conftest import add_endpoint, wait_idle
 
@@ -133,40 +134,42 @@ def test_many_concurrent_holds_are_exact_against_the_limit():
 
 def test_a_failing_pipelined_statement_does_not_affect_the_others():
     async def scenario():
-        client = fast_pg.client()
+        client = loop_pg.database()
+        await client.query("SELECT 1")  # the connection is open: the next ones queue behind the first
         return await asyncio.gather(
-            client.query(b"SELECT $1::int + 1", [b"1"]),
-            client.query(b"SELECT 1 / $1::int", [b"0"]),
-            client.query(b"SELECT $1::int * 10", [b"3"]),
-            client.query(b"SELECT $1::int", [b"not a number"]),
-            client.query(b"SELECT 'fine'", []),
+            client.query("SELECT %s::int + 1", ["1"]),
+            client.query("SELECT 1 / %s::int", ["0"]),
+            client.query("SELECT %s::int * 10", ["3"]),
+            client.query("SELECT %s::int", ["not a number"]),
+            client.query("SELECT 'fine'"),
             return_exceptions=True,
         )
 
     two, divided, thirty, bad, fine = run(scenario())
-    assert two.get_value(0, 0) == b"2" and thirty.get_value(0, 0) == b"30" and fine.get_value(0, 0) == b"fine"
+    assert two == [(2,)] and thirty == [(30,)] and fine == [("fine",)]
     assert isinstance(divided, DataError) and "division by zero" in str(divided)
     assert isinstance(bad, DataError) and "invalid input syntax" in str(bad)
 
 
 def test_a_statement_leaves_when_it_is_sent_before_the_loop_turns():
     """The budget hold is sent ahead and the request goes on without yielding (budgets/middleware.py): the
-    statement must reach the database at once, not at the end of the loop's turn. libpq's pipeline sync writes
-    it; the database runs it while the loop is still busy."""
+    statement must reach the database in the first step of its task, not at the end of the loop's turn. psycopg
+    writes it before the task first waits; the database runs it while the loop is still busy."""
     url = database_url(connection.settings_dict)
 
     async def scenario():
-        client = fast_pg.client()
-        await client.query(b"SELECT 1", [])  # the connection is open
+        client = loop_pg.database()
+        await client.query("SELECT 1")  # the connection is open
         marker = f"sent-{uuid.uuid4().hex[:8]}"
-        future = client._connection.send(f"SELECT '{marker}'".encode(), [])
+        future = asyncio.ensure_future(client.query(f"SELECT '{marker}'"))
+        await asyncio.sleep(0)  # the task's first step
         time.sleep(0.3)  # the request's own work: the loop does not turn
         with psycopg.connect(url) as other:
             seen = other.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'gateway-data-plane' AND query LIKE %s",
                 [f"%{marker}%"],
             ).fetchone()[0]
-        assert (await future).get_value(0, 0) == marker.encode()
+        assert (await future) == [(marker,)]
         return seen
 
     assert run(scenario()) == 1
@@ -174,8 +177,7 @@ def test_a_statement_leaves_when_it_is_sent_before_the_loop_turns():
 
 def _prepared_statements(client) -> dict[str, str]:
     async def names():
-        result = await client.query(b"SELECT name, statement FROM pg_prepared_statements", [])
-        return {result.get_value(i, 0).decode(): result.get_value(i, 1).decode() for i in range(result.ntuples)}
+        return dict(await client.query("SELECT name, statement FROM pg_prepared_statements"))
 
     return names()
 
@@ -191,19 +193,19 @@ def test_holds_are_one_prepared_statement_of_the_loop_connection():
             )
             for amount in (100, 250, 7)
         ]
-        return held, await _prepared_statements(fast_pg.client())
+        return held, await _prepared_statements(loop_pg.database())
 
     held, prepared = run(scenario())
     assert all(refused is None for _, refused in held)
     row.refresh_from_db()
     assert row.reserved_units == 357  # each hold's own amount: the parameters are bound per execution
     holds = {name: text for name, text in prepared.items() if "budgets_spend_hold_v3" in text}
-    assert len(holds) == 1 and next(iter(holds)).startswith("gateway_")
+    assert len(holds) == 1 and next(iter(holds)).startswith("_pg3_")  # psycopg's name
 
 
 def test_the_database_thread_hold_takes_aware_and_naive_times():
-    """`hold_all` outside atomic(): the same call by PQexecParams (aware datetimes) and by a psycopg cursor
-    (naive ones, taken in the session's time zone), each holding exactly its amount or refusing."""
+    """`hold_all` outside atomic(): the same call by a psycopg cursor on the thread's connection, aware datetimes
+    and naive ones (taken in the session's time zone), each holding exactly its amount or refusing."""
     row = counter()
 
     def hold(amount, now, request_id):
@@ -222,38 +224,38 @@ def test_the_database_thread_hold_takes_aware_and_naive_times():
 
 def test_a_failed_execution_keeps_the_statement_prepared():
     async def scenario():
-        client = fast_pg.client()
+        client = loop_pg.database()
         with pytest.raises(DataError, match="division by zero"):
-            await client.query(b"SELECT 10 / $1::int", [b"0"], prepared=True)  # PREPARE fine, execution fails
-        answer = await client.query(b"SELECT 10 / $1::int", [b"5"], prepared=True)
-        return answer.get_value(0, 0), await _prepared_statements(client)
+            await client.query("SELECT 10 / %s::int", ["0"], prepare=True)  # PREPARE fine, execution fails
+        answer = await client.query("SELECT 10 / %s::int", ["5"], prepare=True)
+        return answer, await _prepared_statements(client)
 
     value, prepared = run(scenario())
-    assert value == b"2" and fast_pg.prepared_statements
+    assert value == [(2,)] and loop_pg.prepared_statements
     assert "SELECT 10 / $1::int" in prepared.values()
 
 
 def test_a_statement_that_cannot_be_prepared_reports_its_own_error_and_is_not_remembered():
     async def scenario():
-        client = fast_pg.client()
+        client = loop_pg.database()
         with pytest.raises(ProgrammingError, match="syntax error"):
-            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
+            await client.query("SELEC %s::int", ["1"], prepare=True)
         with pytest.raises(ProgrammingError, match="syntax error"):  # prepared again (not taken as known), fails
-            await client.query(b"SELEC $1::int", [b"1"], prepared=True)
-        return (await client.query(b"SELECT $1::int + 1", [b"1"], prepared=True)).get_value(0, 0)
+            await client.query("SELEC %s::int", ["1"], prepare=True)
+        return await client.query("SELECT %s::int + 1", ["1"], prepare=True)
 
-    assert run(scenario()) == b"2" and fast_pg.prepared_statements
+    assert run(scenario()) == [(2,)] and loop_pg.prepared_statements
 
 
 def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(monkeypatch, caplog):
     """What a pooler in transaction mode does to a session's prepared statements (the next statement runs on
     another server session): the statement was not run, it is sent again unprepared, and the process stops
     preparing (one warning)."""
-    monkeypatch.setattr(fast_pg, "prepared_statements", True)
+    monkeypatch.setattr(loop_pg, "prepared_statements", True)
     row = counter()
 
     async def scenario():
-        client = fast_pg.client()
+        client = loop_pg.database()
         now = now_aware()
 
         async def hold(request_id):
@@ -262,18 +264,19 @@ def test_a_session_that_lost_its_prepared_statements_is_sent_them_unprepared(mon
             )
 
         first = await hold("before")
-        await client.query(b"DEALLOCATE ALL", [])  # the server session forgets every prepared statement
+        # The server session forgets every prepared statement, psycopg does not know (libpq, under its feet).
+        assert client.parked[0].pgconn.exec_(b"DEALLOCATE ALL").status == psycopg.pq.ExecStatus.COMMAND_OK
         second = await hold("after")
         third = await hold("unprepared")
         return first, second, third, await _prepared_statements(client)
 
-    with caplog.at_level("WARNING", logger="gateway.fast_pg"):
+    with caplog.at_level("WARNING", logger="gateway.loop_pg"):
         first, second, third, prepared = run(scenario())
     assert [refused for _, refused in (first, second, third)] == [None, None, None]
     assert set(SpendReservation.objects.values_list("request_id", flat=True)) == {"before", "after", "unprepared"}
     row.refresh_from_db()
     assert row.reserved_units == 300  # the lost statement's call ran once, not twice
-    assert fast_pg.prepared_statements is False and prepared == {}
+    assert loop_pg.prepared_statements is False and prepared == {}
     assert sum("sent unprepared" in r.getMessage() for r in caplog.records) == 1
 
 
@@ -287,17 +290,17 @@ def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, 
     settings.GATEWAY_DB_DEADLINE_SECONDS = 0.5
     settings.GATEWAY_ACCOUNTING_RETRY_SECONDS = 15
     row = counter()
-    params = fast_pg.connection_params()
+    params = loop_pg.connection_params()
     proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
     proxied: dict = {}
 
     def proxied_client():
         loop = asyncio.get_running_loop()
         if loop not in proxied:
-            proxied[loop] = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port})
+            proxied[loop] = loop_pg.LoopDatabase(lambda: {**params, "host": "127.0.0.1", "port": proxy.port})
         return proxied[loop]
 
-    monkeypatch.setattr(fast_pg, "client", proxied_client)
+    monkeypatch.setattr(loop_pg, "database", proxied_client)
 
     async def scenario():
         now = now_aware()
@@ -324,14 +327,14 @@ def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, 
 
 def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_replaced():
     async def scenario():
-        client = fast_pg.client()
-        first_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
-        in_flight = asyncio.ensure_future(client.query(b"SELECT pg_sleep(30)", []))
+        client = loop_pg.database()
+        first_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
+        in_flight = asyncio.ensure_future(client.query("SELECT pg_sleep(30)"))
         await asyncio.sleep(0.2)
-        await asyncio.to_thread(terminate, int(first_pid))
+        await asyncio.to_thread(terminate, first_pid)
         with pytest.raises(OperationalError):
             await asyncio.wait_for(in_flight, 10)
-        second_pid = (await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0)
+        second_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
         return first_pid, second_pid
 
     first, second = run(scenario())
@@ -340,12 +343,12 @@ def test_a_connection_killed_by_the_server_fails_the_call_in_flight_and_is_repla
 
 def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_call():
     async def scenario():
-        client = fast_pg.client()
-        first_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
+        client = loop_pg.database()
+        first_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
         await asyncio.to_thread(terminate, first_pid)
-        await asyncio.sleep(0.3)  # the server closed the socket: noticed by the loop
+        await asyncio.sleep(0.3)  # the server closed the socket: noticed by the loop, given back to the pool
         assert client.connections_open() == 0
-        second_pid = int((await client.query(b"SELECT pg_backend_pid()", [])).get_value(0, 0))
+        second_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
         return first_pid, second_pid
 
     first, second = run(scenario())
@@ -354,55 +357,60 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_cal
 
 def test_no_answer_within_the_deadline_is_an_operational_error_and_a_new_connection():
     async def scenario():
-        client = fast_pg.client()
-        slow = asyncio.ensure_future(client.query(b"SELECT pg_sleep(5)", [], timeout=0.3))
-        queued = asyncio.ensure_future(client.query(b"SELECT 1", [], timeout=3))
+        client = loop_pg.database()
+        await client.query("SELECT 1")  # the connection is open
+        first_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
+        slow = asyncio.ensure_future(client.query("SELECT pg_sleep(5)", timeout=0.3))
+        await asyncio.sleep(0)  # sent
+        queued = asyncio.ensure_future(client.query("SELECT pg_backend_pid()", timeout=3))
         started = time.monotonic()
         with pytest.raises(OperationalError, match="did not answer within 0.3 s"):
             await slow
         waited = time.monotonic() - started
-        with pytest.raises(OperationalError):  # behind the stuck one on the same connection
-            await queued
-        after = await client.query(b"SELECT 2", [], timeout=3)
-        return waited, after.get_value(0, 0)
+        # Queued behind the stuck one, not sent: it runs on the connection that replaces it.
+        queued_pid = (await queued)[0][0]
+        after = await client.query("SELECT 2", timeout=3)
+        return waited, first_pid, queued_pid, after
 
-    waited, value = run(scenario())
-    assert waited < 2 and value == b"2"
+    waited, first_pid, queued_pid, value = run(scenario())
+    assert waited < 2 and value == [(2,)] and queued_pid != first_pid
 
 
 def test_an_unreachable_database_is_an_operational_error(monkeypatch):
-    params = fast_pg.connection_params()
+    params = loop_pg.connection_params()
 
     async def scenario():
-        client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": 1, "connect_timeout": 2})
+        client = loop_pg.LoopDatabase(lambda: {**params, "host": "127.0.0.1", "port": 1, "connect_timeout": 2})
         with pytest.raises(OperationalError):
-            await client.query(b"SELECT 1", [], timeout=3)
+            await client.query("SELECT 1", timeout=3)
+        await client.aclose()
 
     run(scenario())
 
 
 def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_the_next_call():
-    """A connect past the caller's deadline goes on (shielded) and fails later, once the database is back: the
-    next call opens a new connection instead of getting that stale failure (a 503 after recovery)."""
+    """A connect past the caller's deadline goes on (the pool's) and fails later, once the database is back: the
+    next call gets a new connection instead of that stale failure (a 503 after recovery)."""
     from tests.fakes.tcp_blackhole import BlackholeProxy
 
-    params = fast_pg.connection_params()
+    params = loop_pg.connection_params()
     proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
     try:
         proxy.blackhole()
 
         async def scenario():
-            client = fast_pg.FastPG(lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2})
-            with pytest.raises(OperationalError, match="connecting"):
-                await client.query(b"SELECT 1", [], timeout=0.3)
+            client = loop_pg.LoopDatabase(
+                lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2}
+            )
+            with pytest.raises(OperationalError, match="did not answer within 0.3 s"):
+                await client.query("SELECT 1", timeout=0.3)
             await asyncio.sleep(2.6)  # the attempt itself times out meanwhile (connect_timeout 2 s, libpq's least)
-            assert client._connecting is not None and client._connecting.done()
             proxy.resume()
-            answer = await client.query(b"SELECT 3", [], timeout=3)
-            client.close()
-            return answer.get_value(0, 0)
+            answer = await client.query("SELECT 3", timeout=3)
+            await client.aclose()
+            return answer
 
-        assert run(scenario()) == b"3"
+        assert run(scenario()) == [(3,)]
     finally:
         proxy.stop()
 
@@ -412,14 +420,14 @@ def test_the_process_keeps_one_connection_per_event_loop():
     for _ in range(5):  # five event loops one after the other: each one's connection replaces the last's
 
         async def scenario():
-            client = fast_pg.client()
-            await asyncio.gather(*(client.query(b"SELECT 1", []) for _ in range(50)))
+            client = loop_pg.database()
+            await asyncio.gather(*(client.query("SELECT 1") for _ in range(50)))
 
         run(scenario())
-    assert fast_pg.open_connections() <= before + 1
+    assert loop_pg.open_connections() <= before + 1
     wait_for(lambda: len(backends()) <= before + 1)
-    fast_pg.close_all()
-    wait_for(lambda: len(backends()) == 0 or fast_pg.open_connections() == 0)
+    loop_pg.close_all()
+    wait_for(lambda: len(backends()) == 0 or loop_pg.open_connections() == 0)
 
 
 # Through the data plane (the gateway on a loopback port)
