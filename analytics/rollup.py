@@ -198,21 +198,18 @@ def _upsert_postgresql(writes: list[tuple], generations: int) -> None:
     with it is sent with the statement, as one query (`SAVEPOINT; INSERT ...; RELEASE SAVEPOINT`, values bound
     client-side: psycopg sends several statements together only so): one round trip instead of three. On an
     error the savepoint is rolled back here and the error raised as Django's (the caller logs it). In an
-    accounting batch (inference/accounting.py `deferred_statements`) the statement, its values quoted, is
-    added to the batch's one query instead, in a savepoint of its own (a failure is logged there)."""
+    accounting batch (inference/accounting.py `deferred_statements`) the statement and its parameters are
+    added to the batch's pipeline instead, in a savepoint of its own (a failure is logged there)."""
     import psycopg
 
-    from inference.batch_statements import deferred_statements, sql_literal
+    from inference.batch_statements import deferred_statements
 
     statement = _upsert_json_sql(tuple(model for model, _ in writes))
     batch = deferred_statements()
-    if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
-        parts = statement.encode().split(b"%s")
-        literals = [sql_literal(_json_bytes(totals)) for _, totals in writes]
-        text = b"".join(part + literal for part, literal in zip(parts, [*literals, b""], strict=True))
-        batch.add(text, on_error=lambda error: _rollup_failed(error, generations))
-        return
     params = [_json_rows(totals) for _, totals in writes]
+    if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
+        batch.add(statement, params, on_error=lambda error: _rollup_failed(error, generations))
+        return
     if not connection.in_atomic_block:  # a caller outside any transaction: Django's savepoint handling
         with transaction.atomic():
             connection.ensure_connection()

@@ -22,7 +22,7 @@ import orjson
 from django.db import transaction
 from django.db.models.base import ModelState
 
-from inference.batch_statements import BatchStatements, deferred_statements, deferring, sql_literal
+from inference.batch_statements import BatchStatements, deferred_statements, deferring
 from inference.interrupted import replacing_interrupted
 from inference.models import Generation
 from inference.pipeline.context import Context
@@ -201,11 +201,10 @@ def _insert_plan(conn) -> tuple[str, list]:
     return plan
 
 
-def _generations_batch_sql(conn, rows: list[Generation]) -> bytes:
-    """PostgreSQL: the INSERT of `rows` as one statement text, its JSON parameter quoted as a literal."""
+def _generations_batch(conn, rows: list[Generation]) -> tuple[str, list[str]]:
+    """PostgreSQL: the INSERT of `rows` and its one parameter, the rows as JSON text."""
     sql, plan = _insert_plan(conn)
-    batch = orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str)
-    return sql.replace("%s", "{}").encode().replace(b"{}", sql_literal(batch), 1)
+    return sql, [orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str).decode()]
 
 
 def insert_generations(rows: list[Generation]) -> None:
@@ -221,16 +220,15 @@ def insert_generations(rows: list[Generation]) -> None:
     if conn.vendor == "postgresql":
         import psycopg
 
+        sql, params = _generations_batch(conn, rows)
         batch = deferred_statements()
         if batch is not None:
-            batch.add(_generations_batch_sql(conn, rows))
+            batch.add(sql, params)
             return
-        sql, plan = _insert_plan(conn)
-        values = orjson.dumps([[getattr(row, name) for name in plan] for row in rows], default=str).decode()
         conn.ensure_connection()
         # Server-side binding of the one parameter; no prepared statement (pgbouncer's transaction mode).
         with conn.wrap_database_errors, psycopg.Cursor(conn.connection) as cursor:
-            cursor.execute(sql, [values], prepare=False)
+            cursor.execute(sql, params, prepare=False)
         return
     sql, plan = _insert_plan(conn)
     params = [

@@ -1,16 +1,18 @@
-"""An accounting batch's statements sent as one query on PostgreSQL (inference/accounting.py).
+"""An accounting batch's statements sent together on PostgreSQL, in one pipeline (inference/accounting.py).
 
 `record_generations_sync` collects, while its signals run, the statements of the batch (`deferring`): the
-Generation insert and what the receivers write (`deferred_statements().add(...)`: the rankings sample, the
-observability outbox, the usage rollups), each value quoted beforehand (`sql_literal`), and sends them at the
-end as `BEGIN; <statements>; COMMIT`, one round trip; a statement added with `on_error` runs in a savepoint of
-its own, so its failure is logged and the rest of the batch kept.
+Generation insert and what the receivers write (`deferred_statements().add(sql, params)`: the rankings sample,
+the observability outbox, the usage rollups), their values bound parameters, and sends them at the end in one
+psycopg pipeline on Django's connection (`BEGIN`, the statements, `COMMIT`, one sync): one round trip, no
+statement text built by hand. A statement added with `on_error` runs in a savepoint of its own, so its failure
+is logged and the rest of the batch kept (the pipeline stops at the first error: the savepoint is rolled back
+and the statements after it are sent again).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 from django.db import transaction
@@ -21,41 +23,29 @@ _local = threading.local()
 def deferred_statements() -> BatchStatements | None:
     """The statements of the accounting batch being recorded on this thread (PostgreSQL), or None.
 
-    A receiver of the accounting signals that writes with a statement of its own (already bound, see
-    `sql_literal`) adds it here instead of executing it: it is sent with the batch's other statements, between
-    `BEGIN` and `COMMIT`, as one query (one round trip for the whole batch). Any query run through Django's
-    cursors meanwhile first sends the statements added so far, so nothing runs before the rows it may read."""
+    A receiver of the accounting signals that writes with a statement of its own adds it here (with its
+    parameters) instead of executing it: it is sent with the batch's other statements, between `BEGIN` and
+    `COMMIT`, in one pipeline (one round trip for the whole batch). Any query run through Django's cursors
+    meanwhile first sends the statements added so far, so nothing runs before the rows it may read."""
     return getattr(_local, "batch", None)
-
-
-def sql_literal(value: bytes | str) -> bytes:
-    """`value` quoted as a PostgreSQL string literal for this thread's connection (libpq's PQescapeLiteral)."""
-    if isinstance(value, str):
-        value = value.encode()
-    import psycopg
-
-    connection = transaction.get_connection()
-    connection.ensure_connection()
-    return psycopg.pq.Escaping(connection.connection.pgconn).escape_literal(value)
 
 
 class BatchStatements:
     """The statements of one accounting batch on PostgreSQL, sent together at the end of its transaction.
 
-    `add(sql)`: a statement whose failure fails the batch (the Generation insert, the rankings sample).
-    `add(sql, on_error=...)`: a statement in a savepoint of its own (the usage rollups): when it fails, the
-    savepoint is rolled back, `on_error(error)` is called (it logs) and the rest of the batch is written.
-    The query sent at the end is `BEGIN; <statements>; COMMIT` when the batch owns its transaction (Django's
-    `atomic()` of the batch then has nothing left to commit: psycopg's commit is a no-op on an idle
-    connection), the statements alone inside a caller's transaction."""
+    `add(sql, params)`: a statement whose failure fails the batch (the Generation insert, the rankings sample).
+    `add(sql, params, on_error=...)`: a statement in a savepoint of its own (the usage rollups, the outbox): when
+    it fails, the savepoint is rolled back, `on_error(error)` is called (it logs) and the rest of the batch is
+    written. The statements go out in one pipeline of Django's psycopg connection, followed by `COMMIT` when the
+    batch owns its transaction (Django's `atomic()` of the batch then has nothing left to commit: psycopg's
+    commit is a no-op on an idle connection), alone inside a caller's transaction."""
 
     def __init__(self, *, owns_transaction: bool) -> None:
-        self.parts: list[tuple[bytes, Callable[[Exception], None] | None]] = []
+        self.parts: list[tuple[str | bytes, Sequence, Callable[[Exception], None] | None]] = []
         self.owns_transaction = owns_transaction
-        self.begun = False  # a query of the batch's transaction went out already (psycopg sent BEGIN)
 
-    def add(self, sql: bytes, on_error: Callable[[Exception], None] | None = None) -> None:
-        self.parts.append((sql, on_error))
+    def add(self, sql: str | bytes, params: Sequence = (), on_error: Callable[[Exception], None] | None = None):
+        self.parts.append((sql, params, on_error))
 
     def flush(self, *, commit: bool) -> None:
         """Send the statements added so far (and COMMIT when `commit` and the batch owns its transaction)."""
@@ -68,52 +58,57 @@ class BatchStatements:
         connection = transaction.get_connection()
         connection.ensure_connection()
         raw = connection.connection
-        begin = commit and not self.begun and raw.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if begin:  # our own BEGIN, in the same query: psycopg's would be a round trip of its own
+        begin = commit and raw.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if begin:  # our own BEGIN in the pipeline: psycopg's would be followed by a sync of its own
             raw.autocommit = True
         try:
-            with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
-                self._send(cursor, parts, begin=begin, commit=commit)
+            with connection.wrap_database_errors:
+                self._send(raw, parts, begin=begin, commit=commit)
         finally:
             if begin and raw.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 raw.autocommit = False
-        self.begun = True
 
-    def _send(self, cursor, parts, *, begin: bool, commit: bool) -> None:
+    def _send(self, raw, parts, *, begin: bool, commit: bool) -> None:
         import psycopg
 
-        pieces = [b"BEGIN"] if begin else []
-        for index, (sql, on_error) in enumerate(parts):
-            if on_error is None:
-                pieces.append(sql)
-            else:
-                pieces += [b"SAVEPOINT accounting_%d" % index, sql, b"RELEASE SAVEPOINT accounting_%d" % index]
-        if commit:
-            pieces.append(b"COMMIT")
         try:
-            cursor.execute(b"; ".join(pieces), prepare=False)  # no parameters: one simple query
+            # Server-side binding, no prepared statement (pgbouncer's transaction mode); one sync at the end.
+            with raw.pipeline(), psycopg.Cursor(raw) as cursor:
+                if begin:
+                    cursor.execute(b"BEGIN", prepare=False)
+                for index, (sql, params, on_error) in enumerate(parts):
+                    if on_error is None:
+                        cursor.execute(sql, params or None, prepare=False)
+                    else:
+                        cursor.execute(b"SAVEPOINT accounting_%d" % index, prepare=False)
+                        cursor.execute(sql, params or None, prepare=False)
+                        cursor.execute(b"RELEASE SAVEPOINT accounting_%d" % index, prepare=False)
+                if commit:
+                    cursor.execute(b"COMMIT", prepare=False)
         except psycopg.Error as error:
-            failed = self._failed_guarded(cursor, parts)
+            failed = self._failed_guarded(raw, parts)
             if failed is None:  # a statement outside any savepoint: the batch fails (Django rolls it back)
                 raise
-            parts[failed][1](error)
-            self._send(cursor, parts[failed + 1 :], begin=False, commit=commit)
+            parts[failed][2](error)
+            self._send(raw, parts[failed + 1 :], begin=False, commit=commit)
 
     @staticmethod
-    def _failed_guarded(cursor, parts) -> int | None:
+    def _failed_guarded(raw, parts) -> int | None:
         """After an error: the statement in a savepoint that failed (its savepoint rolled back), or None."""
         import psycopg
 
-        if cursor.connection.pgconn.transaction_status != psycopg.pq.TransactionStatus.INERROR:
+        if raw.pgconn.transaction_status != psycopg.pq.TransactionStatus.INERROR:
             return None
-        for index in reversed(range(len(parts))):
-            if parts[index][1] is None:
-                continue
-            try:
-                cursor.execute(b"ROLLBACK TO SAVEPOINT accounting_%d; RELEASE SAVEPOINT accounting_%d" % (index, index))
-            except psycopg.Error:  # not established: the error came before it
-                continue
-            return index
+        with psycopg.Cursor(raw) as cursor:
+            for index in reversed(range(len(parts))):
+                if parts[index][2] is None:
+                    continue
+                try:
+                    cursor.execute(b"ROLLBACK TO SAVEPOINT accounting_%d" % index, prepare=False)
+                except psycopg.Error:  # not established: the error came before it
+                    continue
+                cursor.execute(b"RELEASE SAVEPOINT accounting_%d" % index, prepare=False)
+                return index
         return None
 
 

@@ -88,11 +88,7 @@ def _insert_outbox(rows: list[tuple[uuid.UUID, bool]], generation_id, body: tupl
     if connection.vendor == "postgresql":
         batch = deferred_statements()
         if batch is not None:  # an accounting batch: sent with its insert and COMMIT, in a savepoint of its own
-            import psycopg
-
-            connection.ensure_connection()
-            text = psycopg.ClientCursor(connection.connection).mogrify(both, params).encode()
-            batch.add(text, on_error=lambda error: _queue_failed(generation_id, error))
+            batch.add(both, params, on_error=lambda error: _queue_failed(generation_id, error))
             return
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

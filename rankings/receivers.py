@@ -17,7 +17,7 @@ from django.db import connection
 from django.dispatch import receiver
 
 from gateway_project.encryption import EncryptionNotConfigured, encrypt_secret
-from inference.batch_statements import deferred_statements, sql_literal
+from inference.batch_statements import deferred_statements
 from inference.signals import generation_recording, generations_recorded
 from rankings.models import PendingClassification
 from textscan.texts import prompt_text
@@ -70,8 +70,8 @@ def queue_sampled_generations(sender, generations, **kwargs) -> None:
         return
     # PostgreSQL, in an accounting batch: one statement sent with the batch's insert and COMMIT (the ORM's
     # bulk_create cost about 0.7 ms of CPU and a round trip for each batch with a sampled row).
-    values = orjson.dumps([[str(p.generation_id), p.text, p.created_at.isoformat()] for p in pending])
-    batch.add(_pending_insert_sql() % sql_literal(values))
+    values = orjson.dumps([[str(p.generation_id), p.text, p.created_at.isoformat()] for p in pending]).decode()
+    batch.add(_pending_insert_sql(), [values])
 
 
 _pending_sql: bytes | None = None

@@ -153,7 +153,8 @@ postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_is_one_query_with_its_begin_and_commit(tmp_path, settings, monkeypatch):
-    """The insert, the rankings sample and the rollups in their savepoint go out as one query on PostgreSQL."""
+    """The insert, the rankings sample and the rollups in their savepoint go out in one pipeline on PostgreSQL:
+    one round trip (one Sync), every value a bound parameter (no simple query, no statement text with values)."""
     from analytics.models import UsageDailyRollup, UsageRollup
     from inference.accounting import record_generations_sync
     from rankings.models import PendingClassification
@@ -173,10 +174,12 @@ def test_a_batch_is_one_query_with_its_begin_and_commit(tmp_path, settings, monk
         finally:
             connection.connection.pgconn.untrace()
     sent = [line.split("\t")[3:5] for line in trace.read_text().splitlines() if "\tF\t" in line]
-    queries = [message for message in sent if message[0] in ("Query", "Parse")]
-    assert len(queries) == 1, [q[1][:100] for q in queries]
-    assert queries[0][1].startswith(' "BEGIN; INSERT INTO "inference_generation"')
-    assert queries[0][1].rstrip().endswith('COMMIT"')
+    kinds = [message[0] for message in sent]
+    assert kinds.count("Sync") == 1 and "Query" not in kinds, sent
+    parsed = [message[1] for message in sent if message[0] == "Parse"]
+    assert '"BEGIN"' in parsed[0] and '"COMMIT"' in parsed[-1], [p[:80] for p in parsed]
+    assert 'INSERT INTO "inference_generation"' in parsed[1] and "$1::jsonb" in parsed[1]
+    assert any("SAVEPOINT accounting_" in p for p in parsed)  # the rollups in a savepoint of their own
     assert not connection.in_atomic_block and connection.get_autocommit()
     ids = [uuid.UUID(ctx.request_id) for ctx in contexts]
     assert Generation.objects.filter(id__in=ids).count() == 3
