@@ -10,9 +10,10 @@ server-side `statement_timeout` / `lock_timeout` of gateway_project/db_options.p
 reset on return). The algorithm on top, what makes the library's per-statement costs affordable:
 
 - a connection is taken out of the pool once and kept (parked) while it works, not taken and returned per
-  statement (`getconn`/`putconn` and their checks cost about 40 us per statement); a parked connection's
-  socket is watched by the loop, so a connection the server closes while idle is noticed at once and returned
-  to the pool, which replaces it;
+  statement (`getconn`/`putconn` and their checks cost about 40 us per statement); a connection the server
+  closed while it was parked (a restart, `pg_terminate_backend`) is noticed before it is used (its socket is
+  readable: one `select` without waiting) and returned to the pool, which replaces it, so the statement goes
+  out on another;
 - a statement that finds a parked connection and nothing queued runs at once, in its caller's task: psycopg
   writes it before the caller first yields (the hold is sent ahead, budgets/middleware.py, and travels while
   the request goes on), no task, no future;
@@ -30,7 +31,8 @@ Parameters are bound by psycopg's adapters (Python lists for arrays, uuid, aware
 the statement). Errors come out as Django's database exceptions (`django_error`: `OperationalError` for a lost
 or unreachable server, a statement or lock timeout), so the data plane's 503 mapping
 (gateway_project/api/errors.py) is unchanged. A statement without a result within `timeout` fails with
-`OperationalError`: its connection's socket is shut down (psycopg's wait then fails at once, no cancellation
+`OperationalError` (one timer per loop checks the deadlines, not one per statement): its connection's socket
+is shut down (psycopg's wait then fails at once, no cancellation
 that could stall the loop), every statement on that connection fails, the connection goes back to the pool,
 which replaces it, and the next call takes a new one. Nothing is cancelled in psycopg on the deadline, so no
 task shields a statement: a caller that is cancelled while its statement runs (its own task cancelled) leaves
@@ -43,6 +45,7 @@ import asyncio
 import collections
 import logging
 import os
+import select
 import socket
 import threading
 import weakref
@@ -138,18 +141,29 @@ class _Statement:
 
 
 class _Deadline:
-    """A timer shutting a connection down when its statement has no result in time."""
+    """When a statement must have its result: past it, a queued statement fails, a sent one's connection is shut
+    down. Checked by one timer of the loop's database (`LoopDatabase._watch`), not a timer per statement."""
 
-    __slots__ = ("conn", "expired", "timeout")
+    __slots__ = ("at", "conn", "expired", "statement", "timeout")
 
-    def __init__(self, conn, timeout: float) -> None:
-        self.conn = conn
+    def __init__(self, at: float, timeout: float, conn=None, statement: _Statement | None = None) -> None:
+        self.at = at
         self.timeout = timeout
+        self.conn = conn  # a statement run in its caller's task: the connection it runs on
+        self.statement = statement  # a queued statement (sent later, on `statement.conn`)
         self.expired = False
 
-    def __call__(self) -> None:
+    def expire(self) -> None:
         self.expired = True
-        _shut_down(self.conn)
+        statement = self.statement
+        if statement is None:
+            _shut_down(self.conn)
+            return
+        if not statement.future.done():
+            error = django_db.OperationalError(f"the database did not answer within {self.timeout:g} s")
+            statement.future.set_exception(error)
+            if statement.conn is not None:  # sent: whatever the connection answers next is not for a statement now
+                _shut_down(statement.conn)
 
 
 class LoopDatabase:
@@ -160,8 +174,9 @@ class LoopDatabase:
         self.size = max(1, int(size or getattr(settings, "GATEWAY_DB_LOOP_CONNECTIONS", 1)))
         self.pool: AsyncConnectionPool | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.parked: list[psycopg.AsyncConnection] = []  # taken from the pool, idle, their sockets watched
-        self.fds: dict[psycopg.AsyncConnection, int] = {}  # the parked connections' sockets
+        self.parked: list[psycopg.AsyncConnection] = []  # taken from the pool, idle
+        self.deadlines: set[_Deadline] = set()  # of the statements waiting for their result
+        self.watch: asyncio.TimerHandle | None = None  # the one timer checking them
         self.held = 0  # connections taken from the pool (parked, running a statement, or being taken)
         self.queue: collections.deque[_Statement] = collections.deque()
         self.closed = False
@@ -201,42 +216,52 @@ class LoopDatabase:
             raise django_error(error) from None
 
     def _park(self, conn: psycopg.AsyncConnection) -> None:
-        """`conn` is idle: run what is queued on it, else keep it, watching its socket."""
+        """`conn` is idle: run what is queued on it, else keep it."""
         if self.closed or conn.closed or conn.pgconn.status == _BAD:
             self._give_back(conn)
             return
         if self.queue:
             self.loop.create_task(self._drain(conn))
             return
-        try:
-            fd = conn.pgconn.socket
-            self.loop.add_reader(fd, self._idle_readable, conn)
-        except (OSError, ValueError, psycopg.Error):
-            self._give_back(conn)
-            return
         self.parked.append(conn)
-        self.fds[conn] = fd
 
-    def _unpark(self) -> psycopg.AsyncConnection:
-        conn = self.parked.pop()
-        self.loop.remove_reader(self.fds.pop(conn))
-        return conn
-
-    def _idle_readable(self, conn: psycopg.AsyncConnection) -> None:
-        """Something arrived on an idle connection: the server closing it (a notice is consumed)."""
-        pgconn = conn.pgconn
-        try:
-            pgconn.consume_input()
-            while not pgconn.is_busy() and pgconn.get_result() is not None:
+    def _unpark(self) -> psycopg.AsyncConnection | None:
+        """A parked connection still open, or None. The server closing an idle connection (a restart,
+        `pg_terminate_backend`, an idle timeout) makes its socket readable: checked here, at no cost to the loop
+        while idle (one `select` with no wait, where watching every idle socket cost a reader removed and added
+        again per statement); such a connection goes back to the pool, which replaces it."""
+        while self.parked:
+            conn = self.parked.pop()
+            pgconn = conn.pgconn
+            try:
+                if not select.select((pgconn.socket,), (), (), 0)[0]:
+                    return conn
+                pgconn.consume_input()  # a notice, or the server's last words
+                while not pgconn.is_busy() and pgconn.get_result() is not None:
+                    pass
+                if pgconn.status != _BAD:
+                    return conn
+            except (OSError, ValueError, psycopg.Error):
                 pass
-            if pgconn.status != _BAD:
-                return
-        except psycopg.Error:
-            pass
-        if conn in self.parked:
-            self.parked.remove(conn)
-            self.loop.remove_reader(self.fds.pop(conn))
-        self._give_back(conn)
+            self._give_back(conn)
+        return None
+
+    def _arm(self, deadline: _Deadline) -> None:
+        self.deadlines.add(deadline)
+        watch = self.watch
+        if watch is None or deadline.at < watch.when():
+            if watch is not None:
+                watch.cancel()
+            self.watch = self.loop.call_at(deadline.at, self._watch)
+
+    def _watch(self) -> None:
+        self.watch = None
+        now = self.loop.time()
+        for deadline in [d for d in self.deadlines if d.at <= now]:
+            self.deadlines.discard(deadline)
+            deadline.expire()
+        if self.deadlines:
+            self.watch = self.loop.call_at(min(d.at for d in self.deadlines), self._watch)
 
     def _give_back(self, conn: psycopg.AsyncConnection) -> None:
         """Return a connection to the pool (a broken one is replaced by it)."""
@@ -265,32 +290,35 @@ class LoopDatabase:
         prepare = prepare and prepared_statements
         if self.parked and not self.queue:
             conn = self._unpark()
-            try:
-                return await self._run_alone(conn, query, params, prepare, timeout)
-            finally:
-                self._park(conn)
+            if conn is not None:
+                try:
+                    return await self._run_alone(conn, query, params, prepare, timeout)
+                finally:
+                    self._park(conn)
         loop = asyncio.get_running_loop()
         if self.loop is None:
             self._pool()
         statement = _Statement(query, params, prepare, loop.create_future())
         self.queue.append(statement)
-        if self.parked:
-            self.loop.create_task(self._drain(self._unpark()))
+        conn = self._unpark()
+        if conn is not None:
+            self.loop.create_task(self._drain(conn))
         else:
             self._start_drain()
         if not timeout:
             return await statement.future
-        timer = loop.call_later(timeout, _expire, statement, timeout)
+        deadline = _Deadline(loop.time() + timeout, timeout, statement=statement)
+        self._arm(deadline)
         try:
             return await statement.future
         finally:
-            timer.cancel()
+            self.deadlines.discard(deadline)
 
     async def _run_alone(self, conn, query, params, prepare: bool, timeout: float | None) -> list[tuple]:
         deadline = None
         if timeout:
-            deadline = _Deadline(conn, timeout)
-            timer = self.loop.call_later(timeout, deadline)
+            deadline = _Deadline(self.loop.time() + timeout, timeout, conn=conn)
+            self._arm(deadline)
         try:
             return await self._execute(conn, query, params, prepare)
         except psycopg.Error as error:
@@ -299,7 +327,7 @@ class LoopDatabase:
             raise _django_error(error, conn) from None
         finally:
             if deadline is not None:
-                timer.cancel()
+                self.deadlines.discard(deadline)
 
     @staticmethod
     async def _execute(conn, query, params, prepare: bool) -> list[tuple]:
@@ -407,9 +435,12 @@ class LoopDatabase:
         """Close the parked connections; the pool is closed by `aclose` (on its loop)."""
         self.closed = True
         while self.parked:
-            conn = self._unpark()
+            conn = self.parked.pop()
             self.held -= 1
             conn.pgconn.finish()
+        if self.watch is not None:
+            self.watch.cancel()
+            self.watch = None
         self._fail_queued(django_db.OperationalError("the connection was closed"))
         if self.pool is not None and (self.loop is None or self.loop.is_closed() or not self.loop.is_running()):
             # The pool's own idle connections (one it opened to replace a broken one): its loop cannot close them.
@@ -424,13 +455,6 @@ def _deadline_seconds() -> float | None:
     from gateway_project.db_deadline import deadline_seconds
 
     return deadline_seconds()
-
-
-def _expire(statement: _Statement, timeout: float) -> None:
-    if not statement.future.done():
-        statement.future.set_exception(django_db.OperationalError(f"the database did not answer within {timeout:g} s"))
-        if statement.conn is not None:  # sent: whatever the connection answers next is not for a statement now
-            _shut_down(statement.conn)
 
 
 def _django_error(error: psycopg.Error, conn) -> django_db.Error:

@@ -346,8 +346,7 @@ def test_an_idle_connection_killed_by_the_server_is_replaced_before_the_next_cal
         client = loop_pg.database()
         first_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
         await asyncio.to_thread(terminate, first_pid)
-        await asyncio.sleep(0.3)  # the server closed the socket: noticed by the loop, given back to the pool
-        assert client.connections_open() == 0
+        await asyncio.sleep(0.3)  # the server closed the socket: noticed before the next statement uses it
         second_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
         return first_pid, second_pid
 
