@@ -11,6 +11,7 @@ and the statements after it are sent again).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,20 @@ from contextlib import contextmanager
 from django.db import transaction
 
 _local = threading.local()
+_native: dict[str | bytes, bytes] = {}
+_PLACEHOLDER = re.compile(rb"%(%|s)")
+
+
+def native(sql: str | bytes) -> bytes:
+    """`sql` with libpq's placeholders (`$1`, `$2`, ...) for psycopg's `%s` (and `%` for `%%`), once per text: the
+    batch goes through psycopg's raw cursor, which does not parse the statement for every execution (psycopg
+    caches its parsing only for statements under 4 KB: the rollups' upsert is longer)."""
+    found = _native.get(sql)
+    if found is None:
+        numbers = iter(range(1, 10_000))
+        text = sql.encode() if isinstance(sql, str) else sql
+        found = _native[sql] = _PLACEHOLDER.sub(lambda m: b"%" if m.group(1) == b"%" else b"$%d" % next(numbers), text)
+    return found
 
 
 def deferred_statements() -> BatchStatements | None:
@@ -73,15 +88,15 @@ class BatchStatements:
 
         try:
             # Server-side binding, no prepared statement (pgbouncer's transaction mode); one sync at the end.
-            with raw.pipeline(), psycopg.Cursor(raw) as cursor:
+            with raw.pipeline(), psycopg.RawCursor(raw) as cursor:
                 if begin:
                     cursor.execute(b"BEGIN", prepare=False)
                 for index, (sql, params, on_error) in enumerate(parts):
                     if on_error is None:
-                        cursor.execute(sql, params or None, prepare=False)
+                        cursor.execute(native(sql), params or None, prepare=False)
                     else:
                         cursor.execute(b"SAVEPOINT accounting_%d" % index, prepare=False)
-                        cursor.execute(sql, params or None, prepare=False)
+                        cursor.execute(native(sql), params or None, prepare=False)
                         cursor.execute(b"RELEASE SAVEPOINT accounting_%d" % index, prepare=False)
                 if commit:
                     cursor.execute(b"COMMIT", prepare=False)
