@@ -176,6 +176,7 @@ class LoopDatabase:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.parked: list[psycopg.AsyncConnection] = []  # taken from the pool, idle
         self.deadlines: set[_Deadline] = set()  # of the statements waiting for their result
+        self.cursors: dict[psycopg.AsyncConnection, psycopg.AsyncCursor] = {}  # one per connection taken
         self.watch: asyncio.TimerHandle | None = None  # the one timer checking them
         self.held = 0  # connections taken from the pool (parked, running a statement, or being taken)
         self.queue: collections.deque[_Statement] = collections.deque()
@@ -236,13 +237,11 @@ class LoopDatabase:
             try:
                 if not select.select((pgconn.socket,), (), (), 0)[0]:
                     return conn
-                pgconn.consume_input()  # a notice, or the server's last words
-                while not pgconn.is_busy() and pgconn.get_result() is not None:
-                    pass
-                if pgconn.status != _BAD:
-                    return conn
             except (OSError, ValueError, psycopg.Error):
                 pass
+            # Something arrived while it was idle: nearly always the server's last words before it closed the
+            # connection (a rare notice or parameter change costs a new connection, never a failed statement).
+            pgconn.finish()
             self._give_back(conn)
         return None
 
@@ -266,6 +265,7 @@ class LoopDatabase:
     def _give_back(self, conn: psycopg.AsyncConnection) -> None:
         """Return a connection to the pool (a broken one is replaced by it)."""
         self.held -= 1
+        self.cursors.pop(conn, None)
         pool = self.pool
         if pool is None or pool.closed or self.loop.is_closed():
             conn.pgconn.finish()
@@ -329,11 +329,10 @@ class LoopDatabase:
             if deadline is not None:
                 self.deadlines.discard(deadline)
 
-    @staticmethod
-    async def _execute(conn, query, params, prepare: bool) -> list[tuple]:
-        cursor = _cursors.get(conn)  # one cursor per connection, reused: creating one per statement costs more
-        if cursor is None or cursor.closed:
-            cursor = _cursors[conn] = conn.cursor()
+    async def _execute(self, conn, query, params, prepare: bool) -> list[tuple]:
+        cursor = self.cursors.get(conn)  # one cursor per connection, reused: creating one per statement costs more
+        if cursor is None:
+            cursor = self.cursors[conn] = conn.cursor()
         try:
             await cursor.execute(query, params, prepare=prepare)
         except psycopg.Error as error:
@@ -446,9 +445,6 @@ class LoopDatabase:
             # The pool's own idle connections (one it opened to replace a broken one): its loop cannot close them.
             for conn in list(getattr(self.pool, "_pool", ())):
                 conn.pgconn.finish()
-
-
-_cursors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _deadline_seconds() -> float | None:
