@@ -6,7 +6,8 @@ database-thread path against the event-loop path (gateway_project/loop_pg.py), a
 Migrates the database, then runs N holds of two limits (an API-key and a guardrail limit far from reached),
 each settled at once, per path and round (3 rounds). PATHS="loop unprepared" compares the event-loop path with
 its statements prepared (the default) and sent unprepared; for the event-loop paths on a local PostgreSQL the
-database backend's own CPU per hold + settlement is printed too (from /proc).
+database backend's own CPU per hold + settlement is printed too (from /proc). LOOP=uvloop runs it on uvloop, the
+serving command's loop (`--loop uvloop`); the default is asyncio's.
 """
 
 from __future__ import annotations
@@ -89,4 +90,8 @@ async def main() -> None:
 
 if __name__ == "__main__":
     call_command("migrate", verbosity=0)
+    if os.environ.get("LOOP") == "uvloop":
+        import uvloop
+
+        uvloop.install()
     asyncio.run(main())
