@@ -375,6 +375,40 @@ def test_no_answer_within_the_deadline_is_an_operational_error_and_a_new_connect
     assert waited < 2 and value == [(2,)] and queued_pid != first_pid
 
 
+def test_a_statement_whose_task_is_cancelled_is_cancelled_in_the_database_without_stalling_the_loop():
+    """No shield task per statement: a caller cancelled while its statement runs leaves psycopg's cancellation
+    (`cancel_safe`, non-blocking with the libpq psycopg-binary bundles) to stop it; the loop keeps turning and the
+    connection serves the next statement."""
+
+    async def scenario():
+        client = loop_pg.database()
+        first_pid = (await client.query("SELECT pg_backend_pid()"))[0][0]
+        slow = asyncio.ensure_future(client.query("SELECT pg_sleep(30)"))
+        await asyncio.sleep(0.2)
+        ticks = 0
+
+        async def ticking():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(ticking())
+        started = time.monotonic()
+        slow.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await slow
+        took = time.monotonic() - started
+        await asyncio.sleep(0.1)
+        ticker.cancel()
+        after = await client.query("SELECT pg_backend_pid()")
+        return took, ticks, first_pid, after[0][0]
+
+    took, ticks, first_pid, second_pid = run(scenario())
+    assert took < 2 and ticks >= 5  # cancelled in the database at once; the loop went on meanwhile
+    assert second_pid == first_pid  # the same connection, usable
+
+
 def test_an_unreachable_database_is_an_operational_error(monkeypatch):
     params = loop_pg.connection_params()
 
