@@ -2,7 +2,7 @@
 # Runs ../shared/bench/compare.sh (the gateway vs LiteLLM's proxy, same fake upstream on port 9100, wrk)
 # against this project's gateway: prepares the database (bench/prepare.py, catalog row bench/fake ->
 # http://127.0.0.1:9100/v1), starts the gateway as in production (`python -m gateway_project.serve`: uvicorn with
-# the gateway's HTTP protocol, one worker, uvloop + httptools, lifespan on) pinned to core 1 with the default
+# its httptools protocol, one worker, uvloop + httptools, lifespan on) pinned to core 1 with the default
 # middleware chain, runs the comparison and stops the gateway.
 #   BENCH_DATABASE_URL / BENCH_REDIS_URL as for bench/run.sh; COMPARE=path/to/compare.sh to override.
 set -euo pipefail
