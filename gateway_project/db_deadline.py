@@ -40,13 +40,12 @@ def tracked(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         _calls.pop(ident, None)
 
 
-def _shut_down_socket(wrapper: Any) -> None:
-    connection = getattr(wrapper, "connection", None)
-    if connection is None or getattr(wrapper, "vendor", "") != "postgresql":
-        return
+def shut_down_socket(pgconn: Any) -> None:
+    """Shut a libpq connection's socket down (psycopg's `pgconn`): a wait on it, or the statement it carries,
+    fails at once. Used by the deadlines of the database thread (below) and of the event loop's connections
+    (gateway_project/loop_pg.py)."""
     try:
-        fd = connection.pgconn.socket
-        sock = socket.socket(fileno=os.dup(fd))
+        sock = socket.socket(fileno=os.dup(pgconn.socket))
     except Exception:  # closed meanwhile
         return
     try:
@@ -55,6 +54,13 @@ def _shut_down_socket(wrapper: Any) -> None:
         pass
     finally:
         sock.close()
+
+
+def _shut_down_socket(wrapper: Any) -> None:
+    connection = getattr(wrapper, "connection", None)
+    if connection is None or getattr(wrapper, "vendor", "") != "postgresql":
+        return
+    shut_down_socket(connection.pgconn)
 
 
 def abort_stuck(older_than: float) -> None:

@@ -46,7 +46,6 @@ import collections
 import logging
 import os
 import select
-import socket
 import threading
 import weakref
 from collections.abc import Callable
@@ -57,6 +56,8 @@ from django import db as django_db
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from gateway_project.db_deadline import shut_down_socket
 
 logger = logging.getLogger("gateway.loop_pg")
 
@@ -117,16 +118,7 @@ def _lost_prepared_statements() -> None:
 
 def _shut_down(conn: psycopg.AsyncConnection) -> None:
     """Shut the connection's socket down: a psycopg wait on it fails at once (the deadline)."""
-    try:
-        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
-    except (OSError, psycopg.Error):  # closed meanwhile
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        sock.close()
+    shut_down_socket(conn.pgconn)
 
 
 class _Statement:
