@@ -41,7 +41,7 @@ from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.chat_request_type import ChatRequest
 from inference.ingress.chat_messages import check_tool_names, message_items, refuse
-from inference.ingress.common import require_list, require_object, typed
+from inference.ingress.common import explain_steps, require_list, require_object, typed
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
 from inference.responses_request import declared, declared_members
@@ -228,18 +228,7 @@ _ORDER = (
 )  # fmt: skip
 
 
-def _check_of(name: str):
-    check = _DECLARED[name]["check"]
-    if check is not None:
-        return check
-    if name in _TRANSLATIONS:
-        translate = _TRANSLATIONS[name]
-        return lambda _name, value: translate(value)
-    return schema.rule_of_type(_TYPES[name])  # generated from the member's type (a Responses one's: the same rule)
-
-
-_EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)
-assert {step for step in _ORDER if isinstance(step, str)} == HANDLED, "each member refused by the type has its 400"
+_EXPLAIN = explain_steps(_ORDER, declared=_DECLARED, types=_TYPES, translations=_TRANSLATIONS, handled=HANDLED)
 _FIELDS = tuple(_DECLARED)
 
 

@@ -16,7 +16,7 @@ from gateway_project.api.errors import validation_error
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, FunctionCallDone
 from inference.response import service_metadata
-from inference.schema import type_error
+from inference.schema import rule_of_type, type_error
 from metering.cost import settled_cost, settled_usage
 
 DEBUG_KEY = "inference.debug_body"  # ctx.extras: the upstream body a JSON answer echoes (debug.echo_upstream_body)
@@ -35,6 +35,30 @@ def typed(body: dict[str, Any], struct: type[msgspec.Struct], explain: Callable[
     except msgspec.ValidationError as error:
         explain(body)
         raise type_error(error) from None
+
+
+def explain_steps(order: tuple[Any, ...], *, declared: dict[str, dict[str, Any]], types: dict[str, Any],
+                  translations: dict[str, Callable[[Any], Any]], handled: frozenset[str],
+                  explained_after: frozenset[str] = frozenset()) -> tuple[Any, ...]:  # fmt: skip
+    """The steps with which an ingress explains a body its type refuses (`typed`), in the translation's `order`:
+    a function (a rule between members) as it is; a member's name paired with its rule: its declared `check`,
+    else its translation (`translations`, called on the value), else None for a member in `explained_after`
+    (the function after it explains it), else the rule generated from its type (a Responses member's: the same
+    rule). Every member the type refuses (`handled`: those not shared with /responses) has its step."""
+
+    def check_of(name: str) -> Any:
+        check = declared[name]["check"]
+        if check is not None:
+            return check
+        if name in translations:
+            translate = translations[name]
+            return lambda _name, value: translate(value)
+        if name in explained_after:
+            return None
+        return rule_of_type(types[name])
+
+    assert {step for step in order if isinstance(step, str)} == handled, "each member refused by the type has its 400"
+    return tuple(step if callable(step) else (step, check_of(step)) for step in order)
 
 
 def require_object(name: str, value: Any) -> dict[str, Any]:

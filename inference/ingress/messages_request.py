@@ -50,7 +50,7 @@ import msgspec
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress import context_edits
-from inference.ingress.common import is_int, require_list, require_object, typed
+from inference.ingress.common import explain_steps, is_int, require_list, require_object, typed
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
@@ -256,20 +256,10 @@ _ORDER = (
 _ALWAYS = frozenset({"max_tokens", "messages"})  # required: checked when absent too
 
 
-def _check_of(name: str):
-    check = _DECLARED[name]["check"]
-    if check is not None:
-        return check
-    if name in _TRANSLATIONS:
-        translate = _TRANSLATIONS[name]
-        return lambda _name, value: translate(value)
-    if name in ("tools", "thinking", "output_config", "output_format"):
-        return None  # explained by the function after it
-    return schema.rule_of_type(_TYPES[name])  # generated from the member's type (a Responses one's: the same rule)
-
-
-_EXPLAIN = tuple(step if callable(step) else (step, _check_of(step)) for step in _ORDER)
-assert {step for step in _ORDER if isinstance(step, str)} == HANDLED, "each member refused by the type has its 400"
+_AFTER = frozenset({"tools", "thinking", "output_config", "output_format"})  # explained by the function after each
+_EXPLAIN = explain_steps(
+    _ORDER, declared=_DECLARED, types=_TYPES, translations=_TRANSLATIONS, handled=HANDLED, explained_after=_AFTER
+)
 
 
 def _explain(body: dict[str, Any]) -> None:
