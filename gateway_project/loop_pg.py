@@ -10,10 +10,8 @@ server-side `statement_timeout` / `lock_timeout` of gateway_project/db_options.p
 reset on return). The algorithm on top, what makes the library's per-statement costs affordable:
 
 - a connection is taken out of the pool once and kept (parked) while it works, not taken and returned per
-  statement (`getconn`/`putconn` and their checks cost about 40 us per statement); a connection the server
-  closed while it was parked (a restart, `pg_terminate_backend`) is noticed before it is used (its socket is
-  readable: one `select` without waiting) and returned to the pool, which replaces it, so the statement goes
-  out on another;
+  statement; a connection the server closed while it was parked is noticed before it is used and returned to
+  the pool, which replaces it, so the statement goes out on another (gateway_project/loop_pg_connections.py);
 - a statement that finds a parked connection and nothing queued runs at once, in its caller's task: psycopg
   writes it before the caller first yields (the hold is sent ahead, budgets/middleware.py, and travels while
   the request goes on), no task, no future;
@@ -28,15 +26,20 @@ reset on return). The algorithm on top, what makes the library's per-statement c
   not run, so it is sent again unprepared, and the process stops preparing (one warning in the log).
 
 Parameters are bound by psycopg's adapters (Python lists for arrays, uuid, aware datetimes; JSON as text cast by
-the statement). Errors come out as Django's database exceptions (`django_error`: `OperationalError` for a lost
-or unreachable server, a statement or lock timeout), so the data plane's 503 mapping
+the statement). Errors come out as Django's database exceptions (`django_error`, gateway_project/loop_pg_errors.py:
+`OperationalError` for a lost or unreachable server, a statement or lock timeout), so the data plane's 503 mapping
 (gateway_project/api/errors.py) is unchanged. A statement without a result within `timeout` fails with
-`OperationalError` (one timer per loop checks the deadlines, not one per statement): its connection's socket
-is shut down (psycopg's wait then fails at once, no cancellation
-that could stall the loop), every statement on that connection fails, the connection goes back to the pool,
-which replaces it, and the next call takes a new one. Nothing is cancelled in psycopg on the deadline, so no
-task shields a statement: a caller that is cancelled while its statement runs (its own task cancelled) leaves
-psycopg's cancellation (`cancel_safe`, non-blocking with the libpq >= 17 psycopg-binary bundles) to stop it.
+`OperationalError` (one timer per loop checks the deadlines, not one per statement:
+gateway_project/loop_pg_deadlines.py): its connection's socket is shut down (psycopg's wait then fails at once,
+no cancellation that could stall the loop), every statement on that connection fails, the connection goes back
+to the pool, which replaces it, and the next call takes a new one. Nothing is cancelled in psycopg on the
+deadline, so no task shields a statement: a caller that is cancelled while its statement runs (its own task
+cancelled) leaves psycopg's cancellation (`cancel_safe`, non-blocking with the libpq >= 17 psycopg-binary
+bundles) to stop it.
+
+Here: the statements (`LoopDatabase`, run alone or queued and batched), the prepared statements' fallback
+(`prepared_statements`, read on this module), and one database per event loop (`database()`,
+`open_connections()`, `close_all()`).
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ import asyncio
 import collections
 import logging
 import os
-import select
 import threading
 import weakref
 from collections.abc import Callable
@@ -53,52 +55,21 @@ from typing import Any
 
 import psycopg
 from django import db as django_db
-from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from gateway_project.db_deadline import shut_down_socket
+from gateway_project.db_deadline import deadline_seconds, shut_down_socket
+from gateway_project.loop_pg_connections import LoopConnections, connection_params
+from gateway_project.loop_pg_deadlines import Deadline, Deadlines
+from gateway_project.loop_pg_errors import django_error, statement_error
+
+__all__ = ["LoopDatabase", "close_all", "connection_params", "database", "django_error", "open_connections"]
 
 logger = logging.getLogger("gateway.loop_pg")
 
-_APPLICATION_NAME = "gateway-data-plane"
 _MAX_BATCH = 64  # statements sent in one pipeline
-# Django's connection parameters that are not libpq's.
-_NOT_LIBPQ = ("context", "cursor_factory", "prepare_threshold", "server_side_binding", "isolation_level", "pool")
-_DJANGO_ERRORS = (
-    django_db.DataError,
-    django_db.OperationalError,
-    django_db.IntegrityError,
-    django_db.InternalError,
-    django_db.ProgrammingError,
-    django_db.NotSupportedError,
-    django_db.DatabaseError,
-    django_db.InterfaceError,
-    django_db.Error,
-)
 _BAD = psycopg.pq.ConnStatus.BAD
 
-
-def django_error(error: psycopg.Error) -> django_db.Error:
-    """Django's exception for a psycopg one (as `DatabaseWrapper.wrap_database_errors` maps them)."""
-    for django_class in _DJANGO_ERRORS:
-        if isinstance(error, getattr(psycopg, django_class.__name__)):
-            wrapped = django_class(*error.args)
-            wrapped.__cause__ = error
-            return wrapped
-    return django_db.Error(str(error))  # pragma: no cover - every psycopg error is a psycopg.Error
-
-
-def connection_params(alias: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
-    """libpq parameters of Django's connection `alias` (read when a pool opens: tests rename the database)."""
-    params = dict(connections[alias].get_connection_params())
-    for name in _NOT_LIBPQ:
-        params.pop(name, None)
-    params.setdefault("application_name", _APPLICATION_NAME)
-    return {name: value for name, value in params.items() if value is not None}
-
-
 # False once a pooler showed that this process's sessions cannot keep prepared statements (see the module doc).
+# Read here by every statement (tests and bench/hold_path.py set it on this module).
 prepared_statements = True
 
 
@@ -116,12 +87,7 @@ def _lost_prepared_statements() -> None:
         )
 
 
-def _shut_down(conn: psycopg.AsyncConnection) -> None:
-    """Shut the connection's socket down: a psycopg wait on it fails at once (the deadline)."""
-    shut_down_socket(conn.pgconn)
-
-
-class _Statement:
+class Statement:
     __slots__ = ("conn", "future", "params", "prepare", "query")
 
     def __init__(self, query, params, prepare: bool, future: asyncio.Future) -> None:
@@ -132,148 +98,14 @@ class _Statement:
         self.conn: psycopg.AsyncConnection | None = None  # the connection it was sent on
 
 
-class _Deadline:
-    """When a statement must have its result: past it, a queued statement fails, a sent one's connection is shut
-    down. Checked by one timer of the loop's database (`LoopDatabase._watch`), not a timer per statement."""
-
-    __slots__ = ("at", "conn", "expired", "statement", "timeout")
-
-    def __init__(self, at: float, timeout: float, conn=None, statement: _Statement | None = None) -> None:
-        self.at = at
-        self.timeout = timeout
-        self.conn = conn  # a statement run in its caller's task: the connection it runs on
-        self.statement = statement  # a queued statement (sent later, on `statement.conn`)
-        self.expired = False
-
-    def expire(self) -> None:
-        self.expired = True
-        statement = self.statement
-        if statement is None:
-            _shut_down(self.conn)
-            return
-        if not statement.future.done():
-            error = django_db.OperationalError(f"the database did not answer within {self.timeout:g} s")
-            statement.future.set_exception(error)
-            if statement.conn is not None:  # sent: whatever the connection answers next is not for a statement now
-                _shut_down(statement.conn)
-
-
-class LoopDatabase:
-    """The event loop's pool and the statements sent over it: `query(statement, params)` returns the rows."""
+class LoopDatabase(LoopConnections):
+    """The event loop's pool (gateway_project/loop_pg_connections.py) and the statements sent over it:
+    `query(statement, params)` returns the rows."""
 
     def __init__(self, params: Callable[[], dict[str, Any]] = connection_params, size: int | None = None) -> None:
-        self.params = params
-        self.size = max(1, int(size or getattr(settings, "GATEWAY_DB_LOOP_CONNECTIONS", 1)))
-        self.pool: AsyncConnectionPool | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.parked: list[psycopg.AsyncConnection] = []  # taken from the pool, idle
-        self.deadlines: set[_Deadline] = set()  # of the statements waiting for their result
-        self.cursors: dict[psycopg.AsyncConnection, psycopg.AsyncCursor] = {}  # one per connection taken
-        self.watch: asyncio.TimerHandle | None = None  # the one timer checking them
-        self.held = 0  # connections taken from the pool (parked, running a statement, or being taken)
-        self.queue: collections.deque[_Statement] = collections.deque()
-        self.closed = False
-
-    # The pool and the connections taken from it
-
-    def _pool(self) -> AsyncConnectionPool:
-        pool = self.pool
-        if pool is None:
-            pool = self.pool = AsyncConnectionPool(
-                "",
-                kwargs={**self.params(), "autocommit": True},
-                min_size=self.size,
-                max_size=self.size,
-                open=False,
-                check=None,
-                reset=None,
-                name=_APPLICATION_NAME,
-            )
-            self.loop = asyncio.get_running_loop()
-        return pool
-
-    async def _take(self, timeout: float | None) -> psycopg.AsyncConnection:
-        """A connection out of the pool (opened on first use); counted in `held` by the caller."""
-        pool = self._pool()
-        try:
-            if pool.closed:
-                await pool.open(wait=False)
-            return await pool.getconn(timeout=timeout or None)
-        except PoolTimeout:
-            raise django_db.OperationalError(
-                f"the database did not answer within {timeout:g} s (connecting)"
-                if timeout
-                else "could not connect to the database"
-            ) from None
-        except psycopg.Error as error:
-            raise django_error(error) from None
-
-    def _park(self, conn: psycopg.AsyncConnection) -> None:
-        """`conn` is idle: run what is queued on it, else keep it."""
-        if self.closed or conn.closed or conn.pgconn.status == _BAD:
-            self._give_back(conn)
-            return
-        if self.queue:
-            self.loop.create_task(self._drain(conn))
-            return
-        self.parked.append(conn)
-
-    def _unpark(self) -> psycopg.AsyncConnection | None:
-        """A parked connection still open, or None. The server closing an idle connection (a restart,
-        `pg_terminate_backend`, an idle timeout) makes its socket readable: checked here, at no cost to the loop
-        while idle (one `select` with no wait, where watching every idle socket cost a reader removed and added
-        again per statement); such a connection goes back to the pool, which replaces it."""
-        while self.parked:
-            conn = self.parked.pop()
-            pgconn = conn.pgconn
-            try:
-                if not select.select((pgconn.socket,), (), (), 0)[0]:
-                    return conn
-            except (OSError, ValueError, psycopg.Error):
-                pass
-            # Something arrived while it was idle: nearly always the server's last words before it closed the
-            # connection (a rare notice or parameter change costs a new connection, never a failed statement).
-            pgconn.finish()
-            self._give_back(conn)
-        return None
-
-    def _arm(self, deadline: _Deadline) -> None:
-        self.deadlines.add(deadline)
-        watch = self.watch
-        if watch is None or deadline.at < watch.when():
-            if watch is not None:
-                watch.cancel()
-            self.watch = self.loop.call_at(deadline.at, self._watch)
-
-    def _watch(self) -> None:
-        self.watch = None
-        now = self.loop.time()
-        for deadline in [d for d in self.deadlines if d.at <= now]:
-            self.deadlines.discard(deadline)
-            deadline.expire()
-        if self.deadlines:
-            self.watch = self.loop.call_at(min(d.at for d in self.deadlines), self._watch)
-
-    def _give_back(self, conn: psycopg.AsyncConnection) -> None:
-        """Return a connection to the pool (a broken one is replaced by it)."""
-        self.held -= 1
-        self.cursors.pop(conn, None)
-        pool = self.pool
-        if pool is None or pool.closed or self.loop.is_closed():
-            conn.pgconn.finish()
-            return
-        if conn.pgconn.status == _BAD and not conn.closed:
-            conn.pgconn.finish()
-        self.loop.create_task(pool.putconn(conn))
-        if self.queue and not self.closed:
-            self._start_drain()
-
-    def _start_drain(self) -> None:
-        if self.held < self.size:
-            self.held += 1
-            self.loop.create_task(self._drain(None))
-
-    # Statements
+        super().__init__(params, size)
+        self.deadlines = Deadlines()  # of the statements waiting for their result, and the one timer checking them
+        self.queue: collections.deque[Statement] = collections.deque()
 
     async def query(self, query, params=None, timeout: float | None = None, prepare: bool = False) -> list[tuple]:
         """Run `query` (psycopg placeholders) with `params` bound; its rows. `prepare`: a prepared statement of
@@ -290,7 +122,7 @@ class LoopDatabase:
         loop = asyncio.get_running_loop()
         if self.loop is None:
             self._pool()
-        statement = _Statement(query, params, prepare, loop.create_future())
+        statement = Statement(query, params, prepare, loop.create_future())
         self.queue.append(statement)
         conn = self._unpark()
         if conn is not None:
@@ -299,8 +131,8 @@ class LoopDatabase:
             self._start_drain()
         if not timeout:
             return await statement.future
-        deadline = _Deadline(loop.time() + timeout, timeout, statement=statement)
-        self._arm(deadline)
+        deadline = Deadline(loop.time() + timeout, timeout, statement=statement)
+        self.deadlines.arm(deadline, self.loop)
         try:
             return await statement.future
         finally:
@@ -309,14 +141,14 @@ class LoopDatabase:
     async def _run_alone(self, conn, query, params, prepare: bool, timeout: float | None) -> list[tuple]:
         deadline = None
         if timeout:
-            deadline = _Deadline(self.loop.time() + timeout, timeout, conn=conn)
-            self._arm(deadline)
+            deadline = Deadline(self.loop.time() + timeout, timeout, conn=conn)
+            self.deadlines.arm(deadline, self.loop)
         try:
             return await self._execute(conn, query, params, prepare)
         except psycopg.Error as error:
             if deadline is not None and deadline.expired:
                 raise django_db.OperationalError(f"the database did not answer within {timeout:g} s") from None
-            raise _django_error(error, conn) from None
+            raise statement_error(error, conn) from None
         finally:
             if deadline is not None:
                 self.deadlines.discard(deadline)
@@ -336,11 +168,11 @@ class LoopDatabase:
 
     async def _drain(self, conn: psycopg.AsyncConnection | None) -> None:
         """Run the queued statements on `conn` (None: one taken from the pool first), in batches."""
-        batch: list[_Statement] = []
+        batch: list[Statement] = []
         try:
             if conn is None:
                 try:
-                    conn = await self._take(_deadline_seconds())
+                    conn = await self._take(deadline_seconds())
                 except django_db.Error as error:
                     self.held -= 1
                     self._fail_queued(error)
@@ -356,14 +188,14 @@ class LoopDatabase:
                     await self._run_batch(conn, batch)
         except BaseException as error:  # cancelled (the loop closing): nobody may wait forever
             if conn is not None:
-                _shut_down(conn)
+                shut_down_socket(conn.pgconn)
             self._fail(batch, django_db.OperationalError(f"the database statement was abandoned: {error!r}"))
             raise
         finally:
             if conn is not None:
                 self._park(conn)
 
-    async def _run_batch(self, conn, batch: list[_Statement]) -> None:
+    async def _run_batch(self, conn, batch: list[Statement]) -> None:
         if len(batch) > 1:
             cursors = []
             try:
@@ -393,16 +225,16 @@ class LoopDatabase:
                 rows = await self._execute(conn, statement.query, statement.params, statement.prepare)
             except psycopg.Error as error:
                 if conn.pgconn.status == _BAD:
-                    self._fail(batch, _django_error(error, conn))
+                    self._fail(batch, statement_error(error, conn))
                     return
                 if not statement.future.done():
-                    statement.future.set_exception(_django_error(error, conn))
+                    statement.future.set_exception(statement_error(error, conn))
             else:
                 if not statement.future.done():
                     statement.future.set_result(rows)
 
     @staticmethod
-    def _fail(batch: list[_Statement], error: Exception) -> None:
+    def _fail(batch: list[Statement], error: Exception) -> None:
         """The statements of `batch` still waiting fail with `error` (their connection broke)."""
         for statement in batch:
             if not statement.future.done():
@@ -414,9 +246,6 @@ class LoopDatabase:
             if not statement.future.done():
                 statement.future.set_exception(error)
 
-    def connections_open(self) -> int:
-        return self.held
-
     async def aclose(self) -> None:
         self.close()
         if self.pool is not None:
@@ -425,32 +254,10 @@ class LoopDatabase:
     def close(self) -> None:
         """Close the parked connections; the pool is closed by `aclose` (on its loop)."""
         self.closed = True
-        while self.parked:
-            conn = self.parked.pop()
-            self.held -= 1
-            conn.pgconn.finish()
-        if self.watch is not None:
-            self.watch.cancel()
-            self.watch = None
+        self._finish_parked()
+        self.deadlines.cancel()
         self._fail_queued(django_db.OperationalError("the connection was closed"))
-        if self.pool is not None and (self.loop is None or self.loop.is_closed() or not self.loop.is_running()):
-            # The pool's own idle connections (one it opened to replace a broken one): its loop cannot close them.
-            for conn in list(getattr(self.pool, "_pool", ())):
-                conn.pgconn.finish()
-
-
-def _deadline_seconds() -> float | None:
-    from gateway_project.db_deadline import deadline_seconds
-
-    return deadline_seconds()
-
-
-def _django_error(error: psycopg.Error, conn) -> django_db.Error:
-    wrapped = django_error(error)
-    if conn.pgconn.status == _BAD and not isinstance(wrapped, django_db.OperationalError):
-        wrapped = django_db.OperationalError(str(error))
-        wrapped.__cause__ = error
-    return wrapped
+        self._finish_pool_idle()
 
 
 # One pool per event loop (asyncio futures and readers belong to one loop); the pools of loops that closed are

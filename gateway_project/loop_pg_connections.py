@@ -1,0 +1,157 @@
+"""The connections of an event loop's PostgreSQL pool (gateway_project/loop_pg.py): the `psycopg_pool` pool,
+opened on first use with the parameters of Django's connection (`connection_params`), and the connections taken
+out of it and kept (parked) while they work.
+
+A connection is taken out of the pool once and kept while it works, not taken and returned per statement
+(`getconn`/`putconn` and their checks cost about 40 us per statement). A connection the server closed while it
+was parked (a restart, `pg_terminate_backend`, an idle timeout) is noticed before it is used (its socket is
+readable: one `select` without waiting) and returned to the pool, which replaces it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import select
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from django import db as django_db
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from gateway_project.loop_pg_errors import django_error
+
+APPLICATION_NAME = "gateway-data-plane"
+# Django's connection parameters that are not libpq's.
+_NOT_LIBPQ = ("context", "cursor_factory", "prepare_threshold", "server_side_binding", "isolation_level", "pool")
+_BAD = psycopg.pq.ConnStatus.BAD
+
+
+def connection_params(alias: str = DEFAULT_DB_ALIAS) -> dict[str, Any]:
+    """libpq parameters of Django's connection `alias` (read when a pool opens: tests rename the database)."""
+    params = dict(connections[alias].get_connection_params())
+    for name in _NOT_LIBPQ:
+        params.pop(name, None)
+    params.setdefault("application_name", APPLICATION_NAME)
+    return {name: value for name, value in params.items() if value is not None}
+
+
+class LoopConnections:
+    """The event loop's pool and the connections taken from it (`GATEWAY_DB_LOOP_CONNECTIONS`, default 1;
+    autocommit, no check and no reset on return). The statements' side (`loop_pg.LoopDatabase`) holds the
+    `queue` of statements waiting for a connection and `_drain(conn)`, which runs them on `conn` (None: one
+    taken from the pool first)."""
+
+    queue: collections.deque
+
+    def __init__(self, params: Callable[[], dict[str, Any]] = connection_params, size: int | None = None) -> None:
+        self.params = params
+        self.size = max(1, int(size or getattr(settings, "GATEWAY_DB_LOOP_CONNECTIONS", 1)))
+        self.pool: AsyncConnectionPool | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.parked: list[psycopg.AsyncConnection] = []  # taken from the pool, idle
+        self.cursors: dict[psycopg.AsyncConnection, psycopg.AsyncCursor] = {}  # one per connection taken
+        self.held = 0  # connections taken from the pool (parked, running a statement, or being taken)
+        self.closed = False
+
+    async def _drain(self, conn: psycopg.AsyncConnection | None) -> None:
+        raise NotImplementedError
+
+    def _pool(self) -> AsyncConnectionPool:
+        pool = self.pool
+        if pool is None:
+            pool = self.pool = AsyncConnectionPool(
+                "",
+                kwargs={**self.params(), "autocommit": True},
+                min_size=self.size,
+                max_size=self.size,
+                open=False,
+                check=None,
+                reset=None,
+                name=APPLICATION_NAME,
+            )
+            self.loop = asyncio.get_running_loop()
+        return pool
+
+    async def _take(self, timeout: float | None) -> psycopg.AsyncConnection:
+        """A connection out of the pool (opened on first use); counted in `held` by the caller."""
+        pool = self._pool()
+        try:
+            if pool.closed:
+                await pool.open(wait=False)
+            return await pool.getconn(timeout=timeout or None)
+        except PoolTimeout:
+            raise django_db.OperationalError(
+                f"the database did not answer within {timeout:g} s (connecting)"
+                if timeout
+                else "could not connect to the database"
+            ) from None
+        except psycopg.Error as error:
+            raise django_error(error) from None
+
+    def _park(self, conn: psycopg.AsyncConnection) -> None:
+        """`conn` is idle: run what is queued on it, else keep it."""
+        if self.closed or conn.closed or conn.pgconn.status == _BAD:
+            self._give_back(conn)
+            return
+        if self.queue:
+            self.loop.create_task(self._drain(conn))
+            return
+        self.parked.append(conn)
+
+    def _unpark(self) -> psycopg.AsyncConnection | None:
+        """A parked connection still open, or None. The server closing an idle connection (a restart,
+        `pg_terminate_backend`, an idle timeout) makes its socket readable: checked here, at no cost to the loop
+        while idle (one `select` with no wait, where watching every idle socket cost a reader removed and added
+        again per statement); such a connection goes back to the pool, which replaces it."""
+        while self.parked:
+            conn = self.parked.pop()
+            pgconn = conn.pgconn
+            try:
+                if not select.select((pgconn.socket,), (), (), 0)[0]:
+                    return conn
+            except (OSError, ValueError, psycopg.Error):
+                pass
+            # Something arrived while it was idle: nearly always the server's last words before it closed the
+            # connection (a rare notice or parameter change costs a new connection, never a failed statement).
+            pgconn.finish()
+            self._give_back(conn)
+        return None
+
+    def _give_back(self, conn: psycopg.AsyncConnection) -> None:
+        """Return a connection to the pool (a broken one is replaced by it)."""
+        self.held -= 1
+        self.cursors.pop(conn, None)
+        pool = self.pool
+        if pool is None or pool.closed or self.loop.is_closed():
+            conn.pgconn.finish()
+            return
+        if conn.pgconn.status == _BAD and not conn.closed:
+            conn.pgconn.finish()
+        self.loop.create_task(pool.putconn(conn))
+        if self.queue and not self.closed:
+            self._start_drain()
+
+    def _start_drain(self) -> None:
+        if self.held < self.size:
+            self.held += 1
+            self.loop.create_task(self._drain(None))
+
+    def connections_open(self) -> int:
+        return self.held
+
+    def _finish_parked(self) -> None:
+        """Close the parked connections (the database closes)."""
+        while self.parked:
+            conn = self.parked.pop()
+            self.held -= 1
+            conn.pgconn.finish()
+
+    def _finish_pool_idle(self) -> None:
+        """Close the pool's own idle connections (one it opened to replace a broken one) when its loop cannot."""
+        if self.pool is not None and (self.loop is None or self.loop.is_closed() or not self.loop.is_running()):
+            for conn in list(getattr(self.pool, "_pool", ())):
+                conn.pgconn.finish()
