@@ -23,17 +23,27 @@ worker runs about 50-100 times slower while PostgreSQL, Redis and the upstream d
 full speed; the environment is passed to the worker, so such settings can be scaled for a run. The worker's
 time limits (database deadline, Redis time-outs) are stretched by SLOWDOWN (100) unless set, and warnings in
 its log (a time-out, Redis given up for the database) are printed at the end. Needs valgrind
-(Debian: `apt-get install valgrind`). Dumps are kept in /tmp/gateway-instructions/ (`callgrind_annotate
---inclusive=yes <dump>` shows where the instructions went).
+(Debian: `apt-get install valgrind`).
+
+Runs may go on at the same time: each keeps its dumps, the workers' logs and its SQLite database in a folder of
+its own, a new /tmp/gateway-instructions-XXXXXXXX/ (`--dir DIR`: that folder, created if missing, nothing in
+it removed), named at the end (`callgrind_annotate --inclusive=yes <dump>` shows where the instructions went).
+Its ports (the fake upstream's, one per worker) are ones the system has free, found by binding port 0 and held
+until their process is started (which binds it a moment later); `--ports FIRST-LAST` takes them from that range
+instead (the free ones, in order), so runs given ranges apart never meet, not even in that moment. `--help`:
+the options.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,7 +51,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from loadkit import PY, ROOT, free_port, wait_http
+from loadkit import PY, ROOT, wait_http
 
 N = int(os.environ.get("N", "400"))
 C = int(os.environ.get("C", "16"))
@@ -49,13 +59,12 @@ WARM = int(os.environ.get("WARM", "100"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 PAUSE = float(os.environ.get("PAUSE", "2"))  # before zeroing and before dumping: the after-response work lands
 STREAM = os.environ.get("STREAM", "false") == "true"
-OUT = Path("/tmp/gateway-instructions")
 
 
-def environment(upstream_port: int) -> dict[str, str]:
+def environment(upstream_port: int, out: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
-        DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{OUT}/gateway.sqlite3",
+        DATABASE_URL=os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{out}/gateway.sqlite3",
         REDIS_URL=os.environ.get("BENCH_REDIS_URL", ""),
         UPSTREAM_PORT=str(upstream_port),
         BENCH_API_FORMAT="openai-responses",
@@ -111,10 +120,10 @@ def control(pid: int, *args: str) -> None:
     subprocess.run(["callgrind_control", *args, str(pid)], check=True, capture_output=True)
 
 
-def dumped_instructions(pid: int, before: set[Path]) -> int:
+def dumped_instructions(out: Path, pid: int, before: set[Path]) -> int:
     """The `summary:` of the dump callgrind_control -d just wrote."""
     for _ in range(600):
-        new = sorted(set(OUT.glob(f"callgrind.{pid}.*")) - before)
+        new = sorted(set(out.glob(f"callgrind.{pid}.*")) - before)
         if new:
             text = new[-1].read_text(errors="replace")
             for line in text.splitlines():
@@ -124,23 +133,23 @@ def dumped_instructions(pid: int, before: set[Path]) -> int:
     raise RuntimeError("callgrind wrote no dump")
 
 
-def measure(pid: int, work) -> int:
+def measure(out: Path, pid: int, work) -> int:
     """Instructions of the process from the counters' zeroing to their dump PAUSE seconds after `work()`."""
     control(pid, "-z")
     work()
     time.sleep(PAUSE)
-    before = set(OUT.glob(f"callgrind.{pid}.*"))
+    before = set(out.glob(f"callgrind.{pid}.*"))
     control(pid, "-d")
-    return dumped_instructions(pid, before)
+    return dumped_instructions(out, pid, before)
 
 
-def start_gateway(checkout: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+def start_gateway(checkout: Path, out: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
     """One worker of `checkout` (its .venv: a symlink to this one's will do) under callgrind, pinned to core 1."""
-    log = open(OUT / f"gateway-{port}.log", "w")  # noqa: SIM115
+    log = open(out / f"gateway-{port}.log", "w")  # noqa: SIM115
     return subprocess.Popen(
         [
             *("taskset", "-c", "1", "valgrind", "--tool=callgrind", "--instr-atstart=no"),
-            f"--callgrind-out-file={OUT}/callgrind.%p",
+            f"--callgrind-out-file={out}/callgrind.%p",
             *(str(checkout / ".venv" / "bin" / "python"), "-m", "gateway_project.serve"),
             *("gateway_project.asgi:application", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
             *("--loop", "uvloop", "--http", "httptools", "--lifespan", "on", "--no-access-log"),
@@ -153,16 +162,60 @@ def start_gateway(checkout: Path, port: int, env: dict[str, str]) -> subprocess.
     )
 
 
+class Ports:
+    """Ports for the run's processes, each held bound (`take`) until its process is about to start (`release`):
+    from `FIRST-LAST` (each one free when taken, in order), else one the system has free (port 0)."""
+
+    def __init__(self, span: str | None) -> None:
+        self.next, self.last = (int(p) for p in span.split("-", 1)) if span else (0, 0)
+        self.held: dict[int, socket.socket] = {}
+
+    def take(self) -> int:
+        for candidate in range(self.next, self.last + 1) if self.last else (0,):
+            sock = socket.socket()
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:  # in use (another run's, another program's)
+                sock.close()
+                continue
+            port = sock.getsockname()[1]
+            self.next = port + 1
+            self.held[port] = sock
+            return port
+        raise SystemExit(f"no free port left in --ports (up to {self.last})")
+
+    def release(self, port: int) -> None:
+        self.held.pop(port).close()
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Instructions per request of a gateway worker under callgrind (see the module doc).",
+        epilog="Environment: N, C, WARM, ROUNDS, PAUSE, STREAM, SLOWDOWN, BENCH_DATABASE_URL, BENCH_REDIS_URL.",
+    )
+    parser.add_argument("variants", nargs="*", default=["gbr"], help="[CHECKOUT:]POLICIES (default: gbr)")
+    parser.add_argument("--dir", type=Path, help="folder of the dumps and logs (default: a new one in /tmp)")
+    parser.add_argument("--ports", metavar="FIRST-LAST", help="take the ports from this range (default: any free)")
+    return parser.parse_args()
+
+
 def main() -> None:
-    variants = sys.argv[1:] or ["gbr"]
+    options = arguments()
+    variants = options.variants
     if not shutil.which("valgrind"):
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
-    upstream_port = free_port()
-    env = environment(upstream_port)
+    if options.dir:
+        out = options.dir.resolve()
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        out = Path(tempfile.mkdtemp(prefix="gateway-instructions-"))
+    print(f"dumps and logs in {out}", flush=True)
+    ports = Ports(options.ports)
+    upstream_port = ports.take()
+    env = environment(upstream_port, out)
     procs: list[subprocess.Popen] = []
     try:
+        ports.release(upstream_port)
         upstream = subprocess.Popen(
             ["taskset", "-c", "0", PY, "bench/fake_upstream.py", str(upstream_port)],
             cwd=ROOT,
@@ -176,8 +229,9 @@ def main() -> None:
         keys = {policy_set: key_for(policy_set, env) for policy_set in dict.fromkeys(p for _, p in parsed)}
         gateways: dict[Path, tuple[subprocess.Popen, str]] = {}
         for checkout in dict.fromkeys(c for c, _ in parsed):
-            port = free_port()
-            gateway = start_gateway(checkout, port, env)
+            port = ports.take()
+            ports.release(port)
+            gateway = start_gateway(checkout, out, port, env)
             procs.append(gateway)
             gateways[checkout] = (gateway, f"http://127.0.0.1:{port}/api/v1/responses")
         idle: dict[Path, float] = {}
@@ -186,7 +240,7 @@ def main() -> None:
             control(gateway.pid, "-i", "on")
             asyncio.run(drive(url, keys[parsed[0][1]], WARM))
             time.sleep(PAUSE)
-            idle[checkout] = measure(gateway.pid, lambda: time.sleep(10)) / 10
+            idle[checkout] = measure(out, gateway.pid, lambda: time.sleep(10)) / 10
         rates = ", ".join(f"{rate / 1e6:.2f}" for rate in idle.values())
         print(
             f"instructions per request (millions), {N} requests at {C} connections, stream={STREAM}; idle: "
@@ -203,12 +257,12 @@ def main() -> None:
                 asyncio.run(drive(url, key, WARM))
                 time.sleep(PAUSE)
                 started = time.monotonic()
-                total = measure(gateway.pid, lambda url=url, key=key: asyncio.run(drive(url, key, N)))
+                total = measure(out, gateway.pid, lambda url=url, key=key: asyncio.run(drive(url, key, N)))
                 less_idle = total - idle[checkout] * (time.monotonic() - started)
                 results[index] = f"{total / N / 1e6:.3f} ({less_idle / N / 1e6:.3f})"
             line = " | ".join(f"{variants[i]} {results[i]}" for i in range(len(variants)))
             print(f"round {round_} | {line}", flush=True)
-        for log in sorted(OUT.glob("gateway-*.log")):  # a measure with warnings in it did not run as at full speed
+        for log in sorted(out.glob("gateway-*.log")):  # a measure with warnings in it did not run as at full speed
             warnings = [line for line in log.read_text(errors="replace").splitlines() if " WARNING " in line]
             if warnings:
                 print(f"{log.name}: {len(warnings)} warnings, the first: {warnings[0]}", flush=True)
@@ -220,6 +274,7 @@ def main() -> None:
                     proc.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+        print(f"dumps and logs in {out}", flush=True)
 
 
 if __name__ == "__main__":
