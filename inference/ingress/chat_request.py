@@ -35,27 +35,20 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-import msgspec
-
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.chat_request_type import ChatRequest
 from inference.ingress.chat_messages import check_tool_names, message_items, refuse
-from inference.ingress.common import explain_steps, require_list, require_object, typed
+from inference.ingress.common import declarations, explain_steps, require_list, require_object, typed
 from inference.members import CHAT as MEMBERS
 from inference.members import REFUSED
-from inference.responses_request import declared, declared_members
 from inference.schema_router import fold_router_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
 # The members of the typed request (inference.chat_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
-_DECLARED = declared_members(ChatRequest)
-_TYPES = {field.name: declared(field.type)[0] for field in msgspec.structs.fields(ChatRequest)}
-SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
-HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
-SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
+_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = declarations(ChatRequest)
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:

@@ -7,15 +7,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import orjson
 
 from gateway_project.api.errors import validation_error
+from inference import schema
 from inference.pipeline.context import Candidate, Context, Usage
 from inference.providers.base import CanonicalResult, FunctionCallDone
 from inference.response import service_metadata
+from inference.responses_request import declared, declared_members
 from inference.schema import rule_of_type, type_error
 from metering.cost import settled_cost, settled_usage
 
@@ -35,6 +37,29 @@ def typed(body: dict[str, Any], struct: type[msgspec.Struct], explain: Callable[
     except msgspec.ValidationError as error:
         explain(body)
         raise type_error(error) from None
+
+
+class Declarations(NamedTuple):
+    """What a typed ingress request declares of its members (`declarations`)."""
+
+    declared: dict[str, dict[str, Any]]  # each member's declaration (inference.responses_request), in order
+    types: dict[str, Any]  # each member's type, its declaration taken off
+    shared: tuple[str, ...]  # the members shared with /responses: copied as sent, explained by its rules
+    handled: frozenset[str]  # the others: translated by the ingress, refused by the type with their own 400
+    shared_rules: tuple[str, ...]  # the shared members whose rule checks more than their type
+
+
+def declarations(struct: type[msgspec.Struct]) -> Declarations:
+    """The member declarations of a typed ingress request (inference.chat_request_type, messages_request_type)."""
+    members = declared_members(struct)
+    shared = tuple(name for name, declaration in members.items() if declaration["shared"])
+    return Declarations(
+        declared=members,
+        types={field.name: declared(field.type)[0] for field in msgspec.structs.fields(struct)},
+        shared=shared,
+        handled=frozenset(name for name, declaration in members.items() if not declaration["shared"]),
+        shared_rules=tuple(name for name in shared if name in schema.RULES),
+    )
 
 
 def explain_steps(order: tuple[Any, ...], *, declared: dict[str, dict[str, Any]], types: dict[str, Any],

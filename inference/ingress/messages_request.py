@@ -45,27 +45,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from gateway_project.api.errors import GatewayError, validation_error
 from inference import schema, schema_parts
 from inference.ingress import context_edits
-from inference.ingress.common import explain_steps, is_int, require_list, require_object, typed
+from inference.ingress.common import declarations, explain_steps, is_int, require_list, require_object, typed
 from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
 from inference.messages_request_type import MessagesRequest
-from inference.responses_request import declared, declared_members
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
 # The members of the typed request (inference.messages_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
-_DECLARED = declared_members(MessagesRequest)
-_TYPES = {field.name: declared(field.type)[0] for field in msgspec.structs.fields(MessagesRequest)}
-SHARED = tuple(name for name, declaration in _DECLARED.items() if declaration["shared"])
-HANDLED = frozenset(name for name, declaration in _DECLARED.items() if not declaration["shared"])
-SHARED_RULES = tuple(name for name in SHARED if name in schema.RULES)  # rules checking more than the type
+_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = declarations(MessagesRequest)
 
 ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
 THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
