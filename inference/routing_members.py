@@ -6,7 +6,8 @@ checks). Nothing is accepted and dropped. What each format does with each member
   streamed); Anthropic's Messages API has none.
 - `temperature` above 1: Anthropic takes 0..1 (nothing is clamped).
 - `reasoning` on Anthropic: extended thinking needs a budget of at least 1024 tokens below `max_output_tokens`
-  and no forced tool; a request whose cap or `tool_choice` rules that out is not sent there.
+  and no forced tool; a request whose cap, `tool_choice` or own budget (`reasoning.max_tokens` below 1024: it is
+  never replaced by a larger one) rules that out is not sent there.
 - `service_tier`: `auto` and `default` everywhere (nothing is sent to other vendors' chat endpoints: their standard
   tier); `flex` and `scale` at OpenAI; `priority` / `fast` at OpenAI and Anthropic; any tier at another vendor's
   chat endpoint that declares `service_tier` in its `supported_parameters` or declares nothing (forwarded).
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inference.pipeline.context import Candidate
+from inference.reasoning_request import reasons, thinking_budget
 
 Check = tuple[str, str, Callable[[Candidate], bool]]
 MIN_THINKING_BUDGET = 1024
@@ -42,11 +44,9 @@ def _not_anthropic(candidate: Candidate) -> bool:
 
 def thinking_requested(body: dict[str, Any]) -> bool:
     """The request asks for reasoning that an Anthropic endpoint would translate to extended thinking."""
-    reasoning = body.get("reasoning")
-    if not isinstance(reasoning, dict) or "anthropic_thinking" in body or "anthropic_output_config" in body:
+    if "anthropic_thinking" in body or "anthropic_output_config" in body:
         return False
-    effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
-    return bool(effort) and effort != "none" and reasoning.get("enabled") is not False
+    return reasons(body.get("reasoning"))
 
 
 def forces_a_tool(body: dict[str, Any]) -> bool:
@@ -71,6 +71,13 @@ def _reasoning_check(body: dict[str, Any]) -> Check | None:
             "reasoning off (effort none)"
         )
         return "reasoning", reason, _not_anthropic
+    budget = thinking_budget(body.get("reasoning"))
+    if budget is not None and budget < MIN_THINKING_BUDGET:
+        reason = (
+            f"Anthropic-format providers need a thinking budget of at least {MIN_THINKING_BUDGET} tokens: raise "
+            "reasoning.max_tokens or give reasoning.effort alone"
+        )
+        return "reasoning.max_tokens", reason, _not_anthropic
     if forces_a_tool(body):
         reason = (
             "Anthropic-format providers do not think with a forced tool (tool_choice required or a function): "

@@ -53,6 +53,7 @@ from inference.ingress.messages_blocks import cache, message_items, system_items
 from inference.members import MESSAGES as MEMBERS
 from inference.members import REFUSED
 from inference.messages_request_type import MessagesRequest
+from inference.reasoning_request import effort_of_budget
 from inference.servertools.registry import is_server_tool
 from inference.unknown_members import collect
 
@@ -61,11 +62,6 @@ from inference.unknown_members import collect
 _DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = declarations(MessagesRequest)
 
 ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
-THINKING_EFFORTS = ((2048, "low"), (8192, "medium"), (24576, "high"))
-
-
-def effort_of_budget(budget: int) -> str:
-    return next((effort for limit, effort in THINKING_EFFORTS if budget <= limit), "xhigh")
 
 
 def _thinking(value: Any, max_tokens: int) -> dict[str, Any] | None:

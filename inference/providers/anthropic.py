@@ -50,6 +50,7 @@ from inference.providers.canonical import (
 )
 from inference.providers.http import HttpAdapter
 from inference.providers.namespaces import call_name
+from inference.reasoning_request import requested_effort, thinking_budget
 from inference.unknown_members import add_forwarded
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -199,12 +200,10 @@ def _tools(body: dict[str, Any], out: dict[str, Any]) -> None:
 
 
 def _effort(body: dict[str, Any]) -> str | None:
-    """The reasoning effort a (non-Messages) request asks for; None when it asks for no thinking."""
-    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
-    effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
-    if not effort or effort == "none" or reasoning.get("enabled") is False:
-        return None
-    return effort
+    """The reasoning effort a (non-Messages) request asks for (inference.reasoning_request); None when it asks for
+    no thinking."""
+    effort = requested_effort(body.get("reasoning"))
+    return None if effort == "none" else effort
 
 
 def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
@@ -214,9 +213,11 @@ def _thinking_budget(body: dict[str, Any], out: dict[str, Any]) -> int | None:
     reasoning = body["reasoning"]
     if (out.get("tool_choice") or {}).get("type") in ("any", "tool"):  # Anthropic refuses thinking with it
         raise unsupported("reasoning with a forced tool", "use tool_choice auto or turn reasoning off (effort none)")
-    budget = reasoning.get("max_tokens")
-    if isinstance(budget, int) and budget >= MIN_THINKING_BUDGET:
-        return budget  # an explicit budget (a Messages request's thinking.budget_tokens)
+    budget = thinking_budget(reasoning)
+    if budget is not None:  # an explicit budget (a Messages request's thinking.budget_tokens): as it is or not at all
+        if budget < MIN_THINKING_BUDGET:  # routing sends it to other formats only (inference.routing_members)
+            raise unsupported("reasoning.max_tokens below 1024", "Anthropic's extended thinking needs at least 1024")
+        return budget
     return THINKING_BUDGETS.get(effort, THINKING_BUDGETS["medium"])
 
 

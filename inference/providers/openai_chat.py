@@ -41,6 +41,7 @@ from inference.providers.canonical import (
 from inference.providers.http import HttpAdapter
 from inference.providers.namespaces import call_name
 from inference.providers.openai_chat_parse import ChatStreamParser, parse_response
+from inference.reasoning_request import requested_effort
 from inference.unknown_members import add_forwarded
 
 SAMPLING_FIELDS = (
@@ -193,9 +194,8 @@ def _add_options(out: dict[str, Any], body: dict[str, Any], openai: bool) -> Non
     response_format = _response_format(body.get("text"))
     if response_format:
         out["response_format"] = response_format
-    reasoning = body.get("reasoning") if isinstance(body.get("reasoning"), dict) else {}
-    effort = reasoning.get("effort") or ("medium" if reasoning.get("enabled") is True else None)
-    if effort and reasoning.get("enabled") is not False:
+    effort = requested_effort(body.get("reasoning"))
+    if effort:
         out["reasoning_effort"] = CHAT_EFFORTS.get(effort, effort)
     if body.get("user"):
         out["user"] = body["user"]

@@ -39,6 +39,7 @@ from inference.providers.canonical import (
 from inference.providers.errors import body_error, loads, malformed
 from inference.providers.http import HttpAdapter
 from inference.providers.sse import ServerSentEvent
+from inference.reasoning_request import requested_effort
 from inference.unknown_members import add_forwarded
 
 FORWARDED_FIELDS = frozenset(
@@ -103,10 +104,9 @@ def _clean_tools(tools: list[Any]) -> list[Any]:
 
 def _clean_reasoning(reasoning: dict[str, Any]) -> dict[str, Any] | None:
     cleaned = {k: v for k, v in reasoning.items() if k not in ("enabled", "max_tokens") and v is not None}
-    if cleaned.get("effort") == "max":
-        cleaned["effort"] = "xhigh"
-    if reasoning.get("enabled") is True and "effort" not in cleaned:
-        cleaned["effort"] = "medium"
+    effort = requested_effort(reasoning)  # `enabled: true` → medium; a budget alone → its effort
+    if effort is not None:
+        cleaned["effort"] = "xhigh" if effort == "max" else effort
     return cleaned or None
 
 

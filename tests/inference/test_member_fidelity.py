@@ -9,6 +9,7 @@ import json
 import pytest
 
 from inference.models import Endpoint
+from inference.providers.openai_chat import CHAT_EFFORTS
 from inference.routing import clear_caches
 from tests.fakes.fake_formats import Reply
 from tests.inference.conftest import add_endpoint
@@ -112,6 +113,33 @@ def test_reasoning_with_a_cap_above_1024_thinks_within_it(agent, agent_catalog):
     assert agent.post("/responses", json=body).status_code == 200
     sent = agent_catalog.requests[-1].body
     assert sent["max_tokens"] == 2000 and sent["thinking"] == {"type": "enabled", "budget_tokens": 1999}
+
+
+def test_a_reasoning_budget_alone_thinks_on_anthropic(agent, agent_catalog):  # noqa: F811
+    """Was: `reasoning: {max_tokens}` without an effort sent no `thinking` (the budget silently ignored)."""
+    body = {"model": CLAUDE, "input": "Hello", "reasoning": {"max_tokens": 3000}}
+    assert agent.post("/responses", json=body).status_code == 200
+    assert agent_catalog.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 3000}
+    off = {**body, "reasoning": {"max_tokens": 3000, "enabled": False}}
+    assert agent.post("/responses", json=off).status_code == 200
+    assert "thinking" not in agent_catalog.requests[-1].body
+
+
+@pytest.mark.parametrize(("budget", "effort"), [(1500, "low"), (3000, "medium"), (20000, "high"), (40000, "xhigh")])
+def test_a_reasoning_budget_alone_asks_effort_only_providers_for_its_effort(agent, agent_catalog, budget, effort):  # noqa: F811
+    """Was: the budget dropped and no effort sent (the model's default reasoning)."""
+    body = {"input": "Hello", "reasoning": {"max_tokens": budget}}
+    assert agent.post("/responses", json={**body, "model": RESPONSES}).status_code == 200
+    assert agent_catalog.requests[-1].body["reasoning"] == {"effort": effort}
+    assert agent.post("/responses", json={**body, "model": CHAT}).status_code == 200
+    assert agent_catalog.requests[-1].body["reasoning_effort"] == CHAT_EFFORTS.get(effort, effort)
+
+
+def test_a_reasoning_budget_below_1024_is_400_on_anthropic(agent, agent_catalog):  # noqa: F811
+    """Was: the effort's budget (2048 and up) used in place of the smaller one asked for."""
+    body = {"model": CLAUDE, "input": "Hello", "reasoning": {"effort": "low", "max_tokens": 500}}
+    refused(agent.post("/responses", json=body), "reasoning.max_tokens", "at least 1024")
+    assert agent_catalog.requests == []
 
 
 # --- temperature above 1 on Anthropic, item_reference -------------------------------------------------------
