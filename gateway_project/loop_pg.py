@@ -3,15 +3,19 @@
 Handing a statement to the data plane's database thread (gateway_project/db_thread.py) costs more CPU than
 the statement itself (the executor hand-off, the GIL passing between the loop and the thread, two wake-ups on
 the worker's one core: about 130-150 us per hold, docs/performance.md). The budget hold and the settlement
-(budgets/counter_sql.py) are therefore sent from the event loop, on psycopg `AsyncConnection`s taken from a
-`psycopg_pool.AsyncConnectionPool` of the loop (`GATEWAY_DB_LOOP_CONNECTIONS` connections, default 1, opened
-on first use with the parameters of Django's connection: the test database, `connect_timeout`, keepalives, the
-server-side `statement_timeout` / `lock_timeout` of gateway_project/db_options.py; autocommit, no check and no
-reset on return). The algorithm on top, what makes the library's per-statement costs affordable:
+(budgets/counter_sql.py) are therefore sent from the event loop, on psycopg `AsyncConnection`s opened by a
+`psycopg_pool.AsyncNullConnectionPool` of the loop (`GATEWAY_DB_LOOP_CONNECTIONS` connections, default 1, opened
+when a statement needs one, with the parameters of Django's connection: the test database, `connect_timeout`,
+keepalives, the server-side `statement_timeout` / `lock_timeout` of gateway_project/db_options.py; autocommit,
+no check and no reset). The algorithm on top, what makes the library's per-statement costs affordable:
 
 - a connection is taken out of the pool once and kept (parked) while it works, not taken and returned per
-  statement; a connection the server closed while it was parked is noticed before it is used and returned to
-  the pool, which replaces it, so the statement goes out on another (gateway_project/loop_pg_connections.py);
+  statement; a connection the server closed while it was parked is noticed before it is used and closed, so
+  the statement goes out on another (gateway_project/loop_pg_connections.py);
+- a connection is opened when statements wait for one, by an attempt made for them, now, that ends with them
+  (their deadlines): statements arriving during an attempt get one of their own after it, so once the
+  database is back after an outage the next statement connects at once (no reconnection schedule: psycopg's
+  `AsyncConnectionPool` tried 1, 2, 4 ... s apart, and holds failed for seconds after the database was back);
 - a statement that finds a parked connection and nothing queued runs at once, in its caller's task: psycopg
   writes it before the caller first yields (the hold is sent ahead, budgets/middleware.py, and travels while
   the request goes on), no task, no future;
@@ -31,8 +35,8 @@ the statement). Errors come out as Django's database exceptions (`django_error`,
 (gateway_project/api/errors.py) is unchanged. A statement without a result within `timeout` fails with
 `OperationalError` (one timer per loop checks the deadlines, not one per statement:
 gateway_project/loop_pg_deadlines.py): its connection's socket is shut down (psycopg's wait then fails at once,
-no cancellation that could stall the loop), every statement on that connection fails, the connection goes back
-to the pool, which replaces it, and the next call takes a new one. Nothing is cancelled in psycopg on the
+no cancellation that could stall the loop), every statement on that connection fails, the connection is closed,
+and the next call opens a new one. Nothing is cancelled in psycopg on the
 deadline, so no task shields a statement: a caller that is cancelled while its statement runs (its own task
 cancelled) leaves psycopg's cancellation (`cancel_safe`, non-blocking with the libpq >= 17 psycopg-binary
 bundles) to stop it.
@@ -88,13 +92,14 @@ def _lost_prepared_statements() -> None:
 
 
 class Statement:
-    __slots__ = ("conn", "future", "params", "prepare", "query")
+    __slots__ = ("conn", "future", "params", "prepare", "query", "seq")
 
-    def __init__(self, query, params, prepare: bool, future: asyncio.Future) -> None:
+    def __init__(self, query, params, prepare: bool, future: asyncio.Future, seq: int) -> None:
         self.query = query
         self.params = params
         self.prepare = prepare
         self.future = future
+        self.seq = seq  # its place in the queue's order (a connection attempt is made for the statements before it)
         self.conn: psycopg.AsyncConnection | None = None  # the connection it was sent on
 
 
@@ -106,6 +111,7 @@ class LoopDatabase(LoopConnections):
         super().__init__(params, size)
         self.deadlines = Deadlines()  # of the statements waiting for their result, and the one timer checking them
         self.queue: collections.deque[Statement] = collections.deque()
+        self.enqueued = 0  # statements queued so far (the next one's `seq`)
 
     async def query(self, query, params=None, timeout: float | None = None, prepare: bool = False) -> list[tuple]:
         """Run `query` (psycopg placeholders) with `params` bound; its rows. `prepare`: a prepared statement of
@@ -122,21 +128,25 @@ class LoopDatabase(LoopConnections):
         loop = asyncio.get_running_loop()
         if self.loop is None:
             self._pool()
-        statement = Statement(query, params, prepare, loop.create_future())
+        statement = Statement(query, params, prepare, loop.create_future(), self.enqueued)
+        self.enqueued += 1
         self.queue.append(statement)
         conn = self._unpark()
         if conn is not None:
             self.loop.create_task(self._drain(conn))
         else:
             self._start_drain()
-        if not timeout:
-            return await statement.future
-        deadline = Deadline(loop.time() + timeout, timeout, statement=statement)
-        self.deadlines.arm(deadline, self.loop)
+        deadline = None
+        if timeout:
+            deadline = Deadline(loop.time() + timeout, timeout, statement=statement)
+            self.deadlines.arm(deadline, self.loop)
         try:
             return await statement.future
         finally:
-            self.deadlines.discard(deadline)
+            if deadline is not None:
+                self.deadlines.discard(deadline)
+            if self.connecting:  # one waits for a connection: is it still wanted?
+                self._abandon_attempts()
 
     async def _run_alone(self, conn, query, params, prepare: bool, timeout: float | None) -> list[tuple]:
         deadline = None
@@ -171,11 +181,8 @@ class LoopDatabase(LoopConnections):
         batch: list[Statement] = []
         try:
             if conn is None:
-                try:
-                    conn = await self._take(deadline_seconds())
-                except django_db.Error as error:
-                    self.held -= 1
-                    self._fail_queued(error)
+                conn = await self._connect()
+                if conn is None:
                     return
             while self.queue and not self.closed and conn.pgconn.status != _BAD:
                 batch = []
@@ -194,6 +201,30 @@ class LoopDatabase(LoopConnections):
         finally:
             if conn is not None:
                 self._park(conn)
+
+    async def _connect(self) -> psycopg.AsyncConnection | None:
+        """A new connection for the queued statements, counted in `held` (`_start_drain`); None (`held` given
+        back) when none could be opened for them. An attempt that fails fails the statements it was made for
+        (queued before it started); those queued meanwhile get an attempt of their own, at once: an attempt
+        made while the database was unreachable fails (or is abandoned) after the database may be back, and
+        must not fail them, nor make them wait for the next one."""
+        try:
+            while not self.closed:
+                first = self.enqueued
+                try:
+                    return await self._take(deadline_seconds(), first)
+                except django_db.Error as error:
+                    self._fail_queued(error, first)
+                queue = self.queue
+                while queue and queue[0].future.done():
+                    queue.popleft()
+                if not queue:
+                    break
+        except BaseException:
+            self.held -= 1
+            raise
+        self.held -= 1
+        return None
 
     async def _run_batch(self, conn, batch: list[Statement]) -> None:
         if len(batch) > 1:
@@ -240,14 +271,17 @@ class LoopDatabase(LoopConnections):
             if not statement.future.done():
                 statement.future.set_exception(error)
 
-    def _fail_queued(self, error: Exception) -> None:
-        queued, self.queue = self.queue, collections.deque()
-        for statement in queued:
+    def _fail_queued(self, error: Exception, before: int | None = None) -> None:
+        """The queued statements fail with `error`: all of them, or those queued before `before` (their `seq`)."""
+        queue = self.queue
+        while queue and (before is None or queue[0].seq < before):
+            statement = queue.popleft()
             if not statement.future.done():
                 statement.future.set_exception(error)
 
     async def aclose(self) -> None:
         self.close()
+        self._end_attempts()
         if self.pool is not None:
             await self.pool.close()
 
@@ -257,7 +291,6 @@ class LoopDatabase(LoopConnections):
         self._finish_parked()
         self.deadlines.cancel()
         self._fail_queued(django_db.OperationalError("the connection was closed"))
-        self._finish_pool_idle()
 
 
 # One pool per event loop (asyncio futures and readers belong to one loop); the pools of loops that closed are
@@ -306,6 +339,7 @@ def close_all(timeout: float = 5.0) -> None:
             running = None
         if running is loop:
             each.close()
+            each._end_attempts()
             if each.pool is not None:
                 loop.create_task(each.pool.close())
             continue

@@ -422,8 +422,9 @@ def test_an_unreachable_database_is_an_operational_error(monkeypatch):
 
 
 def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_the_next_call():
-    """A connect past the caller's deadline goes on (the pool's) and fails later, once the database is back: the
-    next call gets a new connection instead of that stale failure (a 503 after recovery)."""
+    """A connection attempt whose caller gave up (the attempt is abandoned at the caller's deadline now; with
+    psycopg_pool's `AsyncConnectionPool` it went on and failed later, once the database was back) does not fail
+    the next call: that one gets a new connection, not the stale failure (a 503 after recovery)."""
     from tests.fakes.tcp_blackhole import BlackholeProxy
 
     params = loop_pg.connection_params()
@@ -437,7 +438,7 @@ def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_
             )
             with pytest.raises(OperationalError, match="did not answer within 0.3 s"):
                 await client.query("SELECT 1", timeout=0.3)
-            await asyncio.sleep(2.6)  # the attempt itself times out meanwhile (connect_timeout 2 s, libpq's least)
+            await asyncio.sleep(2.6)  # longer than the attempt could last (connect_timeout 2 s, libpq's least)
             proxy.resume()
             answer = await client.query("SELECT 3", timeout=3)
             await client.aclose()
@@ -446,6 +447,51 @@ def test_a_connection_attempt_that_fails_after_its_caller_gave_up_does_not_fail_
         assert run(scenario()) == [(3,)]
     finally:
         proxy.stop()
+
+
+def test_the_statement_after_an_outage_gets_a_connection_at_once():
+    """A black-holed database for 5 s, statements failing at their deadlines meanwhile, then back: the next
+    statement gets a connection attempt of its own, at once, not the pool's next one on its reconnection
+    schedule (psycopg_pool's `AsyncConnectionPool` tried 1, 2, 4 ... s apart: this statement waited past its
+    deadline). An attempt still in flight when the database comes back (its packets lost, its caller about to
+    give up) does not hold it up past that caller's deadline, and nothing is left connected."""
+    from tests.fakes.tcp_blackhole import BlackholeProxy
+
+    params = loop_pg.connection_params()
+    name = f"outage-{uuid.uuid4().hex[:8]}"
+    proxy = BlackholeProxy(params.get("host") or "127.0.0.1", int(params.get("port") or 5432)).start()
+
+    async def scenario():
+        client = loop_pg.LoopDatabase(
+            lambda: {**params, "host": "127.0.0.1", "port": proxy.port, "connect_timeout": 2, "application_name": name}
+        )
+        assert await client.query("SELECT 1", timeout=2) == [(1,)]
+        proxy.blackhole()
+        failed = []
+        for _ in range(7):  # 4.9 s: the old pool's attempts at about 0.5, 3.5 and 7.5 s, each stuck for 2 s
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="did not answer within 0.5 s"):
+                await client.query("SELECT 1", timeout=0.5)
+            failed.append(time.monotonic() - started)
+            await asyncio.sleep(0.2)
+        stuck = asyncio.ensure_future(client.query("SELECT 1", timeout=1))  # its connection attempt goes nowhere
+        await asyncio.sleep(0.5)
+        proxy.resume()
+        resumed = time.monotonic()
+        answer = await client.query("SELECT 2", timeout=1.2)
+        took = time.monotonic() - resumed
+        with pytest.raises(OperationalError):
+            await stuck
+        await client.aclose()
+        return failed, answer, took
+
+    try:
+        failed, answer, took = run(scenario())
+    finally:
+        proxy.stop()
+    assert max(failed) < 1.0  # each within its deadline during the outage
+    assert answer == [(2,)] and took < 1.0, took  # the stuck attempt is abandoned at its caller's deadline (0.5 s)
+    wait_for(lambda: not backends(name))
 
 
 def test_the_process_keeps_one_connection_per_event_loop():
