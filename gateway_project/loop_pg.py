@@ -125,6 +125,8 @@ class LoopDatabase(LoopConnections):
                     return await self._run_alone(conn, query, params, prepare, timeout)
                 finally:
                     self._park(conn)
+        if self.closed:
+            raise django_db.OperationalError("the database connections were closed")
         loop = asyncio.get_running_loop()
         if self.loop is None:
             self._pool()
@@ -286,7 +288,8 @@ class LoopDatabase(LoopConnections):
             await self.pool.close()
 
     def close(self) -> None:
-        """Close the parked connections; the pool is closed by `aclose` (on its loop)."""
+        """Close the parked connections; the pool is closed by `aclose` (on its loop). For good: no statement
+        runs and no connection is opened any more (a connection being opened is closed when it arrives)."""
         self.closed = True
         self._finish_parked()
         self.deadlines.cancel()

@@ -53,7 +53,7 @@ class LoopConnections:
     """The event loop's pool and the connections taken from it (`GATEWAY_DB_LOOP_CONNECTIONS`, default 1;
     autocommit, no check and no reset on return). The statements' side (`loop_pg.LoopDatabase`) holds the
     `queue` of statements waiting for a connection and `_drain(conn)`, which runs them on `conn` (None: one
-    taken from the pool first)."""
+    taken from the pool first). Once closed it stays closed: no pool, no connection is opened again."""
 
     queue: collections.deque
 
@@ -76,6 +76,8 @@ class LoopConnections:
     def _pool(self) -> AsyncNullConnectionPool:
         pool = self.pool
         if pool is None:
+            if self.closed:
+                raise django_db.OperationalError("the database connections were closed")
             pool = self.pool = AsyncNullConnectionPool(
                 "",
                 kwargs={**self.params(), "autocommit": True},
@@ -96,6 +98,8 @@ class LoopConnections:
         seconds, after libpq's `connect_timeout`, or as soon as none of those statements waits for it any more
         (`_abandon_attempts`: past their deadlines, or their callers gone), so an attempt made while the database
         was unreachable does not hold up a statement that arrives once it is back: that one gets its own."""
+        if self.closed:
+            raise django_db.OperationalError("the database connections were closed")
         pool = self._pool()
         try:
             if pool.closed:

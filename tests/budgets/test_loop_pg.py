@@ -312,8 +312,12 @@ def test_a_settlement_whose_commit_answer_was_lost_is_charged_once(monkeypatch, 
         proxy.reply_delay = 1.2  # from now on the database's answers arrive after the deadline
         threading.Timer(1.0, lambda: setattr(proxy, "reply_delay", 0.0)).start()
         started = time.monotonic()
-        await settler._write_batch([Settlement(hold=hold, cost_units=300, is_byok=False)])
-        return time.monotonic() - started
+        try:
+            await settler._write_batch([Settlement(hold=hold, cost_units=300, is_byok=False)])
+            return time.monotonic() - started
+        finally:
+            for client in proxied.values():  # this loop's (the settler's retries run on it too)
+                await client.aclose()
 
     try:
         took = run(scenario())
@@ -492,6 +496,29 @@ def test_the_statement_after_an_outage_gets_a_connection_at_once():
     assert max(failed) < 1.0  # each within its deadline during the outage
     assert answer == [(2,)] and took < 1.0, took  # the stuck attempt is abandoned at its caller's deadline (0.5 s)
     wait_for(lambda: not backends(name))
+
+
+def test_a_closed_database_runs_nothing_and_opens_no_connection():
+    """`close`/`aclose` are for good: a statement sent after them fails at once, whether the database had a
+    pool already or not (`close_all` closes a loop's database before its first statement too), and no
+    connection is opened."""
+    params = loop_pg.connection_params()
+    name = f"closed-{uuid.uuid4().hex[:8]}"
+
+    async def scenario():
+        used = loop_pg.LoopDatabase(lambda: {**params, "application_name": name})
+        assert await used.query("SELECT 1") == [(1,)]
+        await used.aclose()
+        unused = loop_pg.LoopDatabase(lambda: {**params, "application_name": name})
+        unused.close()
+        for client in (used, unused):
+            with pytest.raises(OperationalError, match="closed"):
+                await client.query("SELECT 1", timeout=2)
+        return used.connections_open(), unused.connections_open()
+
+    assert run(scenario()) == (0, 0)
+    time.sleep(0.2)
+    assert not backends(name)
 
 
 def test_the_process_keeps_one_connection_per_event_loop():
