@@ -197,8 +197,14 @@ def gateway_server(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="session", autouse=True)
 def _close_data_plane_threads(django_db_setup):
-    """Release the data plane's database threads' connections before the test database is dropped."""
+    """Release the data plane's database threads' connections before the test database is dropped: the
+    writer threads', the event loops' (`db_thread.shutdown`), and the one of asgiref's thread for
+    `sync_to_async(thread_sensitive=True)` outside `async_to_sync` (the data plane's reads, `db_reader`), which
+    otherwise stays open and makes the drop fail ("being accessed by other users")."""
     yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
     from gateway_project import db_thread
     from inference import recorder
     from operations.health import health_thread
@@ -206,6 +212,7 @@ def _close_data_plane_threads(django_db_setup):
     recorder.shutdown()
     db_thread.shutdown()
     health_thread.shutdown()
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
 
 
 def pytest_terminal_summary(terminalreporter):
