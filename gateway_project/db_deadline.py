@@ -76,15 +76,29 @@ def deadline_seconds() -> float:
 
 
 async def within_deadline(awaitable: Awaitable[T], seconds: float | None = None) -> T:
-    """`await awaitable`, or OperationalError (503) and the stuck call aborted once `seconds` have passed."""
+    """`await awaitable`, or OperationalError (503) and the stuck call aborted once `seconds` have passed.
+
+    Not `asyncio.wait_for`: on its timeout it cancels the awaitable and waits for the cancellation to finish,
+    and asgiref's `sync_to_async` finishes only when its thread's call returns, which on a black-holed
+    connection is never (the stuck call was aborted only after `wait_for` returned): the request hung (30 s,
+    the client's timeout, in test_database_blackhole.py) instead of a 503 at the deadline. The awaitable is
+    cancelled and left to finish on its own."""
     limit = deadline_seconds() if seconds is None else seconds
     if not limit:
         return await awaitable
-    try:
-        return await asyncio.wait_for(awaitable, limit)
-    except TimeoutError:
-        abort_stuck(limit)
-        raise OperationalError(f"the database did not answer within {limit:g} s") from None
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait((task,), timeout=limit)
+    if done:
+        return task.result()
+    abort_stuck(limit)
+    task.cancel()
+    task.add_done_callback(_retrieve)
+    raise OperationalError(f"the database did not answer within {limit:g} s") from None
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a task given up on logs nothing
 
 
 async def future_within_deadline(future: asyncio.Future, seconds: float) -> Any:

@@ -4,6 +4,7 @@ very next request is served. PostgreSQL only (SQLite has no network)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -102,3 +103,24 @@ def test_server_processes_connect_with_time_limits():
         assert time.monotonic() - started < options["connect_timeout"] + 2
     finally:
         proxy.stop()
+
+
+async def test_the_deadline_does_not_wait_for_a_call_that_finishes_late():
+    """asgiref's `sync_to_async` cancelled waits for its thread's call to return (a call stuck on a black-holed
+    connection: until its socket is shut down): `within_deadline` answers at the deadline regardless."""
+    from django.db import OperationalError
+
+    from gateway_project.db_deadline import within_deadline
+
+    async def stuck():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(1.0)  # what sync_to_async does while its thread's call goes on
+            raise
+
+    started = time.monotonic()
+    with pytest.raises(OperationalError, match="did not answer within 0.2 s"):
+        await within_deadline(stuck(), 0.2)
+    assert time.monotonic() - started < 0.6
+    assert await within_deadline(asyncio.sleep(0, result=7), 1) == 7
