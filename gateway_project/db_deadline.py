@@ -87,13 +87,21 @@ async def within_deadline(awaitable: Awaitable[T], seconds: float | None = None)
     if not limit:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait((task,), timeout=limit)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=limit)
+    except asyncio.CancelledError:  # the caller is cancelled: so is its call (as `wait_for` did)
+        _give_up(task)
+        raise
     if done:
         return task.result()
     abort_stuck(limit)
+    _give_up(task)
+    raise OperationalError(f"the database did not answer within {limit:g} s") from None
+
+
+def _give_up(task: asyncio.Future) -> None:
     task.cancel()
     task.add_done_callback(_retrieve)
-    raise OperationalError(f"the database did not answer within {limit:g} s") from None
 
 
 def _retrieve(task: asyncio.Future) -> None:

@@ -106,7 +106,7 @@ class LoopConnections:
                 await pool.open(wait=False)
             # getconn's timeout becomes the attempt's connect_timeout: the configured one, else `timeout`
             connect_timeout = float(pool.kwargs.get("connect_timeout") or 0) or timeout or None
-            async with asyncio.timeout(self.loop.time() + timeout if timeout else None) as bound:
+            async with asyncio.timeout(timeout or None) as bound:  # a delay, not a loop time
                 self.connecting[bound] = first
                 try:
                     return await pool.getconn(timeout=connect_timeout)

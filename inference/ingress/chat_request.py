@@ -48,7 +48,8 @@ from inference.unknown_members import collect
 
 # The members of the typed request (inference.chat_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
-_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = declarations(ChatRequest)
+_MEMBERS = declarations(ChatRequest)
+_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = _MEMBERS
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
@@ -221,7 +222,7 @@ _ORDER = (
 )  # fmt: skip
 
 
-_EXPLAIN = explain_steps(_ORDER, declared=_DECLARED, types=_TYPES, translations=_TRANSLATIONS, handled=HANDLED)
+_EXPLAIN = explain_steps(_ORDER, _MEMBERS, translations=_TRANSLATIONS)
 _FIELDS = tuple(_DECLARED)
 
 

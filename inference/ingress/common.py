@@ -62,17 +62,21 @@ def declarations(struct: type[msgspec.Struct]) -> Declarations:
     )
 
 
-def explain_steps(order: tuple[Any, ...], *, declared: dict[str, dict[str, Any]], types: dict[str, Any],
-                  translations: dict[str, Callable[[Any], Any]], handled: frozenset[str],
-                  explained_after: frozenset[str] = frozenset()) -> tuple[Any, ...]:  # fmt: skip
+def explain_steps(
+    order: tuple[Any, ...],
+    members: Declarations,
+    *,
+    translations: dict[str, Callable[[Any], Any]],
+    explained_after: frozenset[str] = frozenset(),
+) -> tuple[Any, ...]:
     """The steps with which an ingress explains a body its type refuses (`typed`), in the translation's `order`:
     a function (a rule between members) as it is; a member's name paired with its rule: its declared `check`,
     else its translation (`translations`, called on the value), else None for a member in `explained_after`
     (the function after it explains it), else the rule generated from its type (a Responses member's: the same
-    rule). Every member the type refuses (`handled`: those not shared with /responses) has its step."""
+    rule). Every member the type refuses (`members.handled`: those not shared with /responses) has its step."""
 
     def check_of(name: str) -> Any:
-        check = declared[name]["check"]
+        check = members.declared[name]["check"]
         if check is not None:
             return check
         if name in translations:
@@ -80,9 +84,10 @@ def explain_steps(order: tuple[Any, ...], *, declared: dict[str, dict[str, Any]]
             return lambda _name, value: translate(value)
         if name in explained_after:
             return None
-        return rule_of_type(types[name])
+        return rule_of_type(members.types[name])
 
-    assert {step for step in order if isinstance(step, str)} == handled, "each member refused by the type has its 400"
+    named = {step for step in order if isinstance(step, str)}
+    assert named == members.handled, "each member refused by the type has its 400"
     return tuple(step if callable(step) else (step, check_of(step)) for step in order)
 
 

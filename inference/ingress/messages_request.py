@@ -59,7 +59,8 @@ from inference.unknown_members import collect
 
 # The members of the typed request (inference.messages_request_type): `shared` ones have a Responses
 # member's name and meaning and are checked by its rule; the others are translated here.
-_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = declarations(MessagesRequest)
+_MEMBERS = declarations(MessagesRequest)
+_DECLARED, _TYPES, SHARED, HANDLED, SHARED_RULES = _MEMBERS
 
 ANTHROPIC_TEMPERATURE = schema.number_between(0, 1)
 
@@ -246,9 +247,7 @@ _ALWAYS = frozenset({"max_tokens", "messages"})  # required: checked when absent
 
 
 _AFTER = frozenset({"tools", "thinking", "output_config", "output_format"})  # explained by the function after each
-_EXPLAIN = explain_steps(
-    _ORDER, declared=_DECLARED, types=_TYPES, translations=_TRANSLATIONS, handled=HANDLED, explained_after=_AFTER
-)
+_EXPLAIN = explain_steps(_ORDER, _MEMBERS, translations=_TRANSLATIONS, explained_after=_AFTER)
 
 
 def _explain(body: dict[str, Any]) -> None:

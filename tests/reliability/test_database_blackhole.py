@@ -124,3 +124,24 @@ async def test_the_deadline_does_not_wait_for_a_call_that_finishes_late():
         await within_deadline(stuck(), 0.2)
     assert time.monotonic() - started < 0.6
     assert await within_deadline(asyncio.sleep(0, result=7), 1) == 7
+
+
+async def test_a_cancelled_caller_cancels_its_call():
+    """As `asyncio.wait_for` did: a request cancelled (its client gone) while its database call runs cancels it."""
+    from gateway_project.db_deadline import within_deadline
+
+    cancelled = asyncio.Event()
+
+    async def call():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    caller = asyncio.ensure_future(within_deadline(call(), 5))
+    await asyncio.sleep(0.05)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await asyncio.wait_for(cancelled.wait(), 1)
