@@ -106,8 +106,8 @@ else:
         # WITH HOLD cursors outlive the transaction that pgbouncer hands back to its pool; docs/performance.md).
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", False)
 
-# Server limits (gateway_project/server_protocol.py, served by `python -m gateway_project.serve`): request head
-# size (431 above it) and the time a whole request may take to arrive after its first byte (408).
+# Server limits: the request head's size (gateway_project/serve.py gives it to uvicorn; docs/deploy.md, "Request
+# limits") and the time a request's body may take to arrive after its head (408, gateway_project/read_deadline.py).
 GATEWAY_MAX_HEADER_BYTES = env.int("GATEWAY_MAX_HEADER_BYTES", default=65_536)
 GATEWAY_REQUEST_READ_TIMEOUT_SECONDS = env.float("GATEWAY_REQUEST_READ_TIMEOUT_SECONDS", default=60.0)
 # Deadline of each data-plane database call (gateway_project/db_deadline.py): past it the request gets 503
@@ -180,48 +180,8 @@ GATEWAY_SSE_KEEPALIVE_SECONDS = env.float("GATEWAY_SSE_KEEPALIVE_SECONDS", defau
 # Browser origins allowed to call the data plane (CORS); empty: none; "*": any.
 GATEWAY_CORS_ALLOWED_ORIGINS = [o.rstrip("/") for o in env.list("GATEWAY_CORS_ALLOWED_ORIGINS", default=[])]
 
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["gateway_project.api.permissions.IsManagementKey"],
-    "DEFAULT_PAGINATION_CLASS": "gateway_project.api.pagination.OffsetLimitPagination",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["gateway_project.api.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "gateway_project.api.errors.drf_exception_handler",
-    "DEFAULT_METADATA_CLASS": "gateway_project.api.metadata.GatewayMetadata",  # OPTIONS on every route
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "UNAUTHENTICATED_USER": None,
-    "PAGE_SIZE": 50,
-}
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Model Gateway API",
-    "DESCRIPTION": "Inference gateway and its management API. Every failure uses the error envelope.",
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SCHEMA_PATH_PREFIX": "/api/v1",
-    "COMPONENT_SPLIT_REQUEST": True,
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "gateway_project.api.openapi.add_error_responses",
-        "inference.openapi.add_responses_operation",
-        "inference.embeddings.openapi.add_embeddings_operation",
-    ],
-    "ENUM_NAME_OVERRIDES": {
-        "ResetIntervalEnum": "guardrails.models.ResetInterval",
-        "DataRegionEnum": "guardrails.validation.REGIONS",
-        "GenerationStatusEnum": "inference.models.GenerationStatus",
-        "PresetStatusEnum": "presets.models.PresetStatus",
-        "AuditActionEnum": "audit.models.Action",
-        "GuardrailRuleActionEnum": "guardrails.validation.ACTIONS",
-        "AuditSourceEnum": "audit.models.Source",
-    },
-    # Swagger UI and ReDoc from the drf-spectacular-sidecar package's static files: no CDN, works offline.
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "/static/favicon.ico",
-    "REDOC_DIST": "SIDECAR",
-    # validatorUrl null: Swagger UI would otherwise show a badge image fetched from validator.swagger.io.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-}
+# The management API's DRF and OpenAPI settings (constants, no environment): gateway_project/api_settings.py.
+from gateway_project.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: E402, F401
 
 # The inference (data plane) middleware chain, outermost first. See inference/pipeline/runner.py.
 GATEWAY_INFERENCE_MIDDLEWARE = env.list(
